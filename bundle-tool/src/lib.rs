@@ -1,0 +1,9 @@
+//! `bundle-tool`: OLM packaging for operators.
+//!
+//! The library holds everything; the `bundle-tool` binary is a thin command line over it.
+//! Modules each do one job:
+//!
+//! - [`manifest`]: reading streams of Kubernetes objects (YAML or JSON) with the file and line
+//!   each one came from, so that every later error can point at its source.
+
+pub mod manifest;

@@ -1,0 +1,10 @@
+//! Reading Kubernetes objects from files, folders and streams.
+//!
+//! Every object keeps the [`SourceLocation`] it came from: the validators, the bundle
+//! generator and the catalog loader all report problems by file and line.
+
+mod object;
+mod stream;
+
+pub use object::{KubeObject, ObjectRef};
+pub use stream::{Document, ManifestError, SourceLocation, read_path, read_stream};

@@ -1,0 +1,260 @@
+//! Splitting YAML/JSON streams into documents, with the line each document starts on.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where a document (or an error) is in its source: a file (or `-` for standard input) and a
+/// 1-based line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// The file the text was read from.
+    pub path: PathBuf,
+    /// 1-based line number.
+    pub line: u64,
+    /// 1-based column, when known.
+    pub column: Option<u64>,
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.path.display(), self.line)?;
+        if let Some(column) = self.column {
+            write!(f, ":{column}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One parsed document of a stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    /// Where the document starts.
+    pub location: SourceLocation,
+    /// The parsed content.
+    pub value: serde_json::Value,
+}
+
+/// Why a stream could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file or folder could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path that failed.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A document is not valid YAML or JSON.
+    #[error("{location}: {message}")]
+    Parse {
+        /// Where the problem is.
+        location: SourceLocation,
+        /// What the parser said.
+        message: String,
+    },
+}
+
+/// Reads every document of a file, or of every regular file below a folder (sorted by path,
+/// hidden files skipped).
+pub fn read_path(path: &Path) -> Result<Vec<Document>, ManifestError> {
+    let io_error = |source| ManifestError::Io { path: path.to_path_buf(), source };
+    let metadata = std::fs::metadata(path).map_err(io_error)?;
+    if !metadata.is_dir() {
+        let text = std::fs::read_to_string(path).map_err(io_error)?;
+        return read_stream(path, &text);
+    }
+    let mut files = Vec::new();
+    collect_files(path, &mut files)?;
+    files.sort();
+    let mut documents = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|source| ManifestError::Io { path: file.clone(), source })?;
+        documents.extend(read_stream(&file, &text)?);
+    }
+    Ok(documents)
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
+    let io_error = |source| ManifestError::Io { path: dir.to_path_buf(), source };
+    for entry in std::fs::read_dir(dir).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type().map_err(io_error)?.is_dir() {
+            collect_files(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Parses a YAML (or JSON) stream of documents. Empty and comment-only documents are skipped.
+///
+/// The stream is split at `---` lines before parsing so that every document knows the line it
+/// starts on; a parse error is reported at its line in the whole file, not in the document.
+pub fn read_stream(path: &Path, text: &str) -> Result<Vec<Document>, ManifestError> {
+    let mut documents = Vec::new();
+    for (first_line, chunk) in split_documents(text) {
+        if chunk.lines().all(|l| {
+            let t = l.trim();
+            t.is_empty() || t.starts_with('#')
+        }) {
+            continue;
+        }
+        let value = parse_document(&chunk).map_err(|(line, column, message)| {
+            ManifestError::Parse {
+                location: SourceLocation {
+                    path: path.to_path_buf(),
+                    line: first_line + line.saturating_sub(1),
+                    column,
+                },
+                message,
+            }
+        })?;
+        if value.is_null() {
+            continue;
+        }
+        let content_line = chunk
+            .lines()
+            .position(|l| {
+                let t = l.trim();
+                !t.is_empty() && !t.starts_with('#') && !t.starts_with('%')
+            })
+            .unwrap_or(0) as u64;
+        documents.push(Document {
+            location: SourceLocation {
+                path: path.to_path_buf(),
+                line: first_line + content_line,
+                column: None,
+            },
+            value,
+        });
+    }
+    Ok(documents)
+}
+
+/// Splits at document markers (`---` at the start of a line), returning each chunk with the
+/// 1-based line it starts on. Text after `---` on the marker line belongs to the document.
+fn split_documents(text: &str) -> Vec<(u64, String)> {
+    let mut chunks = Vec::new();
+    let mut current = String::new();
+    let mut start = 1u64;
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index as u64 + 1;
+        let is_marker = line == "---" || line.starts_with("--- ") || line.starts_with("---\t");
+        let is_end = line == "..." || line.starts_with("... ");
+        if is_marker || is_end {
+            chunks.push((start, std::mem::take(&mut current)));
+            start = line_no;
+            if is_marker {
+                // Keep the marker line's tail (e.g. `--- !tag` or `--- {a: 1}`) in place, so
+                // line numbers inside the chunk stay right.
+                current.push_str(line[3..].trim_start());
+            }
+            current.push('\n');
+            if is_end {
+                start = line_no + 1;
+                current.clear();
+            }
+            continue;
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    chunks.push((start, current));
+    chunks
+}
+
+type ParseFailure = (u64, Option<u64>, String);
+
+fn parse_document(chunk: &str) -> Result<serde_json::Value, ParseFailure> {
+    let trimmed = chunk.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        // JSON first: it is exact about numbers and much faster; fall back to YAML for
+        // flow-style YAML that only looks like JSON.
+        if let Ok(value) = serde_json::from_str(chunk) {
+            return Ok(value);
+        }
+    }
+    // Go's YAML 1.1 readers (kubectl, opm, OLM) read 0755 as octal; so do we.
+    let options = serde_saphyr::options! { legacy_octal_numbers: true };
+    serde_saphyr::from_str_with_options::<serde_json::Value>(chunk, options).map_err(|e| {
+        let location = e.location();
+        let line = location.as_ref().map(|l| l.line()).unwrap_or(1);
+        let column = location.as_ref().map(|l| l.column());
+        (line, column, first_line_of(&e.to_string()))
+    })
+}
+
+/// The parser's message without its source snippet: the snippet repeats what the location
+/// already says and breaks one-line error output.
+fn first_line_of(message: &str) -> String {
+    message.lines().next().unwrap_or(message).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<Document>, ManifestError> {
+        read_stream(Path::new("in.yaml"), text)
+    }
+
+    #[test]
+    fn documents_know_their_first_line() {
+        let docs = read("# header\na: 1\n---\n\nb: 2\n--- \nc: 3\n").unwrap();
+        let lines: Vec<u64> = docs.iter().map(|d| d.location.line).collect();
+        assert_eq!(lines, vec![2, 5, 7]);
+        assert_eq!(docs[1].value, serde_json::json!({"b": 2}));
+    }
+
+    #[test]
+    fn empty_and_comment_only_documents_are_skipped() {
+        let docs = read("---\n# nothing\n---\n---\nkind: A\n").unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].location.line, 5);
+    }
+
+    #[test]
+    fn parse_errors_point_at_the_line_in_the_file() {
+        let err = read("a: 1\n---\nkind: A\nmetadata:\n  name: [unclosed\n").unwrap_err();
+        match err {
+            ManifestError::Parse { location, .. } => {
+                assert_eq!(location.path, Path::new("in.yaml"));
+                assert!(location.line >= 5, "line {} should be in the second document", location.line);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn octal_reads_like_go_yaml() {
+        let docs = read("mode: 0755\n").unwrap();
+        assert_eq!(docs[0].value["mode"], serde_json::json!(493));
+    }
+
+    #[test]
+    fn json_documents_are_read_exactly() {
+        let docs = read("{\"a\": 12345678901234567890}\n").unwrap();
+        assert_eq!(docs[0].value["a"].to_string(), "12345678901234567890");
+    }
+
+    #[test]
+    fn folders_are_read_in_path_order_without_hidden_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.yaml"), "kind: B\n").unwrap();
+        std::fs::write(dir.path().join("a.yaml"), "kind: A\n").unwrap();
+        std::fs::write(dir.path().join(".hidden.yaml"), "kind: H\n").unwrap();
+        let kinds: Vec<String> = read_path(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|d| d.value["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(kinds, vec!["A", "B"]);
+    }
+}

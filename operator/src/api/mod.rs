@@ -1,0 +1,3 @@
+//! The `RedisCluster` API, one module per served version.
+
+pub mod v1alpha1;

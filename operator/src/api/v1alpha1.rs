@@ -1,0 +1,71 @@
+//! `cache.example.com/v1alpha1`: the first version, exactly as users first wrote it.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The Redis versions this operator can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RedisVersion {
+    /// Redis 6.2.
+    #[serde(rename = "6.2")]
+    V6_2,
+    /// Redis 7.0.
+    #[serde(rename = "7.0")]
+    V7_0,
+    /// Redis 7.2.
+    #[serde(rename = "7.2")]
+    V7_2,
+}
+
+/// The desired state of a Redis cluster.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "cache.example.com",
+    version = "v1alpha1",
+    kind = "RedisCluster",
+    plural = "redisclusters",
+    shortname = "rc",
+    namespaced,
+    status = "RedisClusterStatus",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.readyReplicas"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Version", type_ = "string", json_path = ".spec.version"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+pub struct RedisClusterSpec {
+    /// Number of Redis pods.
+    #[schemars(range(min = 1))]
+    pub replicas: i32,
+    /// Redis version to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<RedisVersion>,
+}
+
+/// Coarse lifecycle of a Redis cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Phase {
+    /// Created, not all replicas ready yet.
+    Pending,
+    /// All replicas ready.
+    Running,
+    /// Reconciliation failed.
+    Failed,
+}
+
+/// The observed state of a Redis cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedisClusterStatus {
+    /// Pods that are ready.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Coarse lifecycle phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+}

@@ -1,0 +1,7 @@
+//! The Redis operator: the `RedisCluster` custom resource (`cache.example.com`) and what it
+//! is reconciled into.
+//!
+//! The CRD is generated from the Rust types in [`api`]; nothing here is hand-written YAML.
+
+pub mod api;
+pub mod crd;

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Builds the real Go programs the tests run against, from the Go module proxy,
+# into a cache outside the repository keyed by version: a second run builds nothing.
+#
+#   tests/assets/build-go-assets.sh            # build what is missing, print the cache dir
+#
+# Layout: $ASSET_CACHE/<component>-<version>/{bin/*,...,.complete}
+# The versions here are the project's pins (DEVELOPERS.md); change one and the
+# cache key changes with it.
+set -euo pipefail
+
+K8S_VERSION=v1.36.3          # kube-apiserver, kube-controller-manager, kube-scheduler
+K8S_STAGING_VERSION=v0.36.3  # the published staging modules matching K8S_VERSION
+ETCD_VERSION=v3.6.16
+KWOK_VERSION=v0.8.0
+OLM_VERSION=v0.46.0
+OPM_VERSION=v1.73.0
+OPERATOR_SDK_VERSION=v1.42.3
+
+ASSET_CACHE=${ASSET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-olm-toolchain/assets}
+mkdir -p "$ASSET_CACHE"
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "error: Go >= 1.26 is needed to build the test control plane (kube-apiserver, etcd, kwok, OLM, opm)." >&2
+  echo "       Install Go 1.26 or newer and put it on PATH, or set KUBEBUILDER_ASSETS and ASSET_CACHE to prebuilt binaries." >&2
+  exit 1
+fi
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+if [ "${go_minor:-0}" -lt 26 ]; then
+  echo "error: Go $(go env GOVERSION) is too old; the pinned tools need Go >= 1.26." >&2
+  exit 1
+fi
+
+export CGO_ENABLED=0
+export GOFLAGS=-buildvcs=false
+# The module proxy and build cache are shared with the user's Go, so warm caches help both.
+
+log() { printf '[build-go-assets] %s\n' "$*" >&2; }
+
+# done_or_build NAME VERSION FUNC: runs FUNC in a scratch dir unless the cache entry is complete.
+done_or_build() {
+  local name=$1 version=$2 func=$3
+  local dest="$ASSET_CACHE/$name-$version"
+  if [ -f "$dest/.complete" ]; then
+    return 0
+  fi
+  log "building $name $version (first run only) ..."
+  local start=$SECONDS
+  rm -rf "$dest.tmp"
+  mkdir -p "$dest.tmp/bin"
+  local work
+  work=$(mktemp -d)
+  ( cd "$work" && "$func" "$dest.tmp" ) || { log "building $name $version failed"; rm -rf "$work"; exit 1; }
+  rm -rf "$work"
+  touch "$dest.tmp/.complete"
+  rm -rf "$dest"
+  mv "$dest.tmp" "$dest"
+  log "built $name $version in $((SECONDS - start))s"
+}
+
+module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
+module_gomod() { go mod download -json "$1" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p'; }
+
+build_kubernetes() {
+  local out=$1
+  # k8s.io/kubernetes replaces its staging modules with ./staging paths, which a
+  # dependent module cannot follow: point each at its published v0.x release instead.
+  local upstream
+  upstream=$(module_gomod "k8s.io/kubernetes@$K8S_VERSION")
+  {
+    echo "module local/kubernetes-assets"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$upstream" \
+      | awk -v v="$K8S_STAGING_VERSION" '{ printf "replace %s => %s %s\n", $1, $1, v }'
+  } > go.mod
+  local cmds="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
+  # An explicit @version on each: a bare `go get` would upgrade to the newest release.
+  local c
+  for c in $cmds; do go get -tool "$c@$K8S_VERSION"; done
+  local minor
+  minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  # Without these the apiserver reports v0.0.0-master, and OLM's minKubeVersion check fails.
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  # shellcheck disable=SC2086
+  go build -ldflags "$ldflags" -o "$out/bin/" $cmds
+}
+
+build_etcd() {
+  local out=$1
+  # etcd's server module replaces its siblings with relative paths: require them all at one version.
+  cat > go.mod <<GOMOD
+module local/etcd-assets
+
+go 1.26
+
+require (
+	go.etcd.io/etcd/server/v3 $ETCD_VERSION
+	go.etcd.io/etcd/api/v3 $ETCD_VERSION
+	go.etcd.io/etcd/client/pkg/v3 $ETCD_VERSION
+	go.etcd.io/etcd/client/v3 $ETCD_VERSION
+	go.etcd.io/etcd/pkg/v3 $ETCD_VERSION
+)
+GOMOD
+  go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  go build -ldflags "-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3
+}
+
+build_kwok() {
+  local out=$1
+  GOBIN="$out/bin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  # The standalone kwok needs its Stage definitions passed in; take the "fast" ones from the
+  # same module release rather than keeping copies in the repository.
+  local src
+  src=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
+  mkdir -p "$out/stages"
+  cp "$src"/kustomize/stage/node/fast/*.yaml "$src"/kustomize/stage/pod/fast/*.yaml "$out/stages/"
+  chmod -R u+w "$out/stages"
+}
+
+build_olm() {
+  local out=$1
+  GOBIN="$out/bin" go install -tags containers_image_openpgp -ldflags "-s -w" \
+    "github.com/operator-framework/operator-lifecycle-manager/cmd/olm@$OLM_VERSION" \
+    "github.com/operator-framework/operator-lifecycle-manager/cmd/catalog@$OLM_VERSION"
+  local src
+  src=$(module_dir "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION")
+  mkdir -p "$out/crds"
+  cp "$src"/deploy/chart/crds/*.yaml "$out/crds/"
+  chmod -R u+w "$out/crds"
+}
+
+build_opm() {
+  local out=$1
+  GOBIN="$out/bin" go install -tags containers_image_openpgp \
+    -ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$OPM_VERSION -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$OPM_VERSION" \
+    "github.com/operator-framework/operator-registry/cmd/opm@$OPM_VERSION"
+}
+
+build_operator_sdk() {
+  local out=$1
+  GOBIN="$out/bin" go install -tags containers_image_openpgp \
+    -ldflags "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" \
+    "github.com/operator-framework/operator-sdk/cmd/operator-sdk@$OPERATOR_SDK_VERSION"
+}
+
+done_or_build etcd "$ETCD_VERSION" build_etcd
+done_or_build kubernetes "$K8S_VERSION" build_kubernetes
+done_or_build kwok "$KWOK_VERSION" build_kwok
+done_or_build olm "$OLM_VERSION" build_olm
+done_or_build opm "$OPM_VERSION" build_opm
+done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
+
+# One line per component, read by the Rust harness (tests/src/assets.rs).
+cat > "$ASSET_CACHE/index.env" <<INDEX
+ETCD=$ASSET_CACHE/etcd-$ETCD_VERSION
+KUBERNETES=$ASSET_CACHE/kubernetes-$K8S_VERSION
+KUBERNETES_VERSION=$K8S_VERSION
+KWOK=$ASSET_CACHE/kwok-$KWOK_VERSION
+OLM=$ASSET_CACHE/olm-$OLM_VERSION
+OPM=$ASSET_CACHE/opm-$OPM_VERSION
+OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION
+INDEX
+echo "$ASSET_CACHE"
