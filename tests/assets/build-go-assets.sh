@@ -48,14 +48,35 @@ done_or_build() {
   local start=$SECONDS
   rm -rf "$dest.tmp"
   mkdir -p "$dest.tmp/bin"
-  local work
+  local work status
   work=$(mktemp -d)
-  ( cd "$work" && "$func" "$dest.tmp" ) || { log "building $name $version failed"; rm -rf "$work"; exit 1; }
+  # The subshell gets its own `set -e`: on the left of `||` bash would ignore failures inside.
+  set +e
+  ( set -e; cd "$work"; "$func" "$dest.tmp" )
+  status=$?
+  set -e
   rm -rf "$work"
+  if [ "$status" -ne 0 ]; then
+    log "building $name $version failed (exit $status)"
+    exit 1
+  fi
   touch "$dest.tmp/.complete"
   rm -rf "$dest"
   mv "$dest.tmp" "$dest"
   log "built $name $version in $((SECONDS - start))s"
+}
+
+# wrapper_build MODULE VERSION TAGS LDFLAGS OUT PACKAGE...: builds packages of MODULE@VERSION
+# through a throwaway module that requires it. `go install pkg@version` would be simpler, but
+# it asks the proxy for the module's version list (for deprecation notices), which the proxy
+# refuses for some of these modules; the exact version itself is served.
+wrapper_build() {
+  local module=$1 version=$2 tags=$3 ldflags=$4 out=$5
+  shift 5
+  printf 'module local/assets\n\ngo 1.26\n\nrequire %s %s\n' "$module" "$version" > go.mod
+  local p
+  for p in "$@"; do go get -tool "$p@$version"; done
+  go build -tags "$tags" -ldflags "$ldflags" -o "$out/bin/" "$@"
 }
 
 module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
@@ -111,21 +132,25 @@ GOMOD
 
 build_kwok() {
   local out=$1
-  GOBIN="$out/bin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  wrapper_build sigs.k8s.io/kwok "$KWOK_VERSION" "" "-s -w" "$out" sigs.k8s.io/kwok/cmd/kwok
   # The standalone kwok needs its Stage definitions passed in; take the "fast" ones from the
   # same module release rather than keeping copies in the repository.
   local src
   src=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
   mkdir -p "$out/stages"
-  cp "$src"/kustomize/stage/node/fast/*.yaml "$src"/kustomize/stage/pod/fast/*.yaml "$out/stages/"
+  local f
+  for f in "$src"/kustomize/stage/node/fast/*.yaml "$src"/kustomize/stage/pod/fast/*.yaml; do
+    case $(basename "$f") in kustomization.yaml) continue ;; esac
+    cp "$f" "$out/stages/"
+  done
   chmod -R u+w "$out/stages"
 }
 
 build_olm() {
   local out=$1
-  GOBIN="$out/bin" go install -tags containers_image_openpgp -ldflags "-s -w" \
-    "github.com/operator-framework/operator-lifecycle-manager/cmd/olm@$OLM_VERSION" \
-    "github.com/operator-framework/operator-lifecycle-manager/cmd/catalog@$OLM_VERSION"
+  wrapper_build github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION" containers_image_openpgp "-s -w" "$out" \
+    github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
+    github.com/operator-framework/operator-lifecycle-manager/cmd/catalog
   local src
   src=$(module_dir "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION")
   mkdir -p "$out/crds"
@@ -135,16 +160,16 @@ build_olm() {
 
 build_opm() {
   local out=$1
-  GOBIN="$out/bin" go install -tags containers_image_openpgp \
-    -ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$OPM_VERSION -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$OPM_VERSION" \
-    "github.com/operator-framework/operator-registry/cmd/opm@$OPM_VERSION"
+  wrapper_build github.com/operator-framework/operator-registry "$OPM_VERSION" containers_image_openpgp \
+    "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$OPM_VERSION -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$OPM_VERSION" \
+    "$out" github.com/operator-framework/operator-registry/cmd/opm
 }
 
 build_operator_sdk() {
   local out=$1
-  GOBIN="$out/bin" go install -tags containers_image_openpgp \
-    -ldflags "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" \
-    "github.com/operator-framework/operator-sdk/cmd/operator-sdk@$OPERATOR_SDK_VERSION"
+  wrapper_build github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION" containers_image_openpgp \
+    "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" \
+    "$out" github.com/operator-framework/operator-sdk/cmd/operator-sdk
 }
 
 done_or_build etcd "$ETCD_VERSION" build_etcd

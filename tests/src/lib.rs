@@ -1,1 +1,48 @@
-//! x
+//! The real parts the end-to-end tests run against, started on loopback by Rust code:
+//!
+//! - [`ControlPlane`]: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+//!   (fake nodes whose pods become Running/Ready), a default StorageClass with a small
+//!   provisioner so that `volumeClaimTemplates` bind, and a kubeconfig. [`ControlPlane::shared`]
+//!   gives every test of a binary the same one.
+//! - [`OciRegistry`]: Debian's `docker-registry`, anonymous or with htpasswd basic auth.
+//! - [`assets`]: where the pinned Go programs (and `opm`, `operator-sdk`, OLM) are.
+//!
+//! Nothing here downloads anything: `tests/assets/build-go-assets.sh` (run by the README test
+//! command) fills the cache, and a missing binary is an error that says what to run.
+//! Test binaries run in a network namespace of their own (see `.cargo/config.toml` and
+//! `tests/assets/netns-runner.sh`), so processes that bind every interface stay local.
+
+pub mod assets;
+mod control_plane;
+mod pki;
+mod ports;
+mod process;
+mod provisioner;
+mod registry;
+
+pub use control_plane::{ControlPlane, ControlPlaneOptions};
+pub(crate) use control_plane::client_from as control_plane_client;
+pub use process::ManagedProcess;
+pub use registry::{OciRegistry, RegistryAuth};
+
+/// Fails unless this process is in a network namespace whose only interface is loopback, as
+/// the cargo runner (`tests/assets/netns-runner.sh`) arranges. Call it before starting a
+/// program that binds every interface (OLM, `opm serve`).
+pub fn require_isolated_network() -> anyhow::Result<()> {
+    // /proc/self/net follows this process's namespace; /sys/class/net follows sysfs's mount.
+    let devices = std::fs::read_to_string("/proc/self/net/dev")?;
+    let interfaces: Vec<String> = devices
+        .lines()
+        .skip(2)
+        .filter_map(|line| line.split(':').next())
+        .map(|name| name.trim().to_string())
+        .filter(|name| name != "lo")
+        .collect();
+    anyhow::ensure!(
+        interfaces.is_empty(),
+        "this test starts programs that bind every interface, so it must run in a network \
+         namespace with only loopback (found {interfaces:?}); run it through `cargo test`, \
+         whose runner (tests/assets/netns-runner.sh) provides one"
+    );
+    Ok(())
+}

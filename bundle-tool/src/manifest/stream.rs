@@ -38,12 +38,12 @@ pub struct Document {
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// The file or folder could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path that failed.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A document is not valid YAML or JSON.
     #[error("{location}: {message}")]
@@ -58,7 +58,7 @@ pub enum ManifestError {
 /// Reads every document of a file, or of every regular file below a folder (sorted by path,
 /// hidden files skipped).
 pub fn read_path(path: &Path) -> Result<Vec<Document>, ManifestError> {
-    let io_error = |source| ManifestError::Io { path: path.to_path_buf(), source };
+    let io_error = |error| ManifestError::Io { path: path.to_path_buf(), error };
     let metadata = std::fs::metadata(path).map_err(io_error)?;
     if !metadata.is_dir() {
         let text = std::fs::read_to_string(path).map_err(io_error)?;
@@ -70,14 +70,14 @@ pub fn read_path(path: &Path) -> Result<Vec<Document>, ManifestError> {
     let mut documents = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file)
-            .map_err(|source| ManifestError::Io { path: file.clone(), source })?;
+            .map_err(|error| ManifestError::Io { path: file.clone(), error })?;
         documents.extend(read_stream(&file, &text)?);
     }
     Ok(documents)
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
-    let io_error = |source| ManifestError::Io { path: dir.to_path_buf(), source };
+    let io_error = |error| ManifestError::Io { path: dir.to_path_buf(), error };
     for entry in std::fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         if entry.file_name().to_string_lossy().starts_with('.') {
@@ -181,8 +181,12 @@ fn parse_document(chunk: &str) -> Result<serde_json::Value, ParseFailure> {
             return Ok(value);
         }
     }
-    // Go's YAML 1.1 readers (kubectl, opm, OLM) read 0755 as octal; so do we.
-    let options = serde_saphyr::options! { legacy_octal_numbers: true };
+    // Read like the Go YAML readers of kubectl, opm and OLM (sigs.k8s.io/yaml, non-strict):
+    // 0755 is octal, and a repeated key keeps its last value.
+    let options = serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+    };
     serde_saphyr::from_str_with_options::<serde_json::Value>(chunk, options).map_err(|e| {
         let location = e.location();
         let line = location.as_ref().map(|l| l.line()).unwrap_or(1);
@@ -194,7 +198,13 @@ fn parse_document(chunk: &str) -> Result<serde_json::Value, ParseFailure> {
 /// The parser's message without its source snippet: the snippet repeats what the location
 /// already says and breaks one-line error output.
 fn first_line_of(message: &str) -> String {
-    message.lines().next().unwrap_or(message).trim().to_string()
+    let first = message.lines().next().unwrap_or(message).trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "line 3 column 4: what" -> "what": the location is reported separately.
+    match first.split_once(": ") {
+        Some((head, rest)) if head.starts_with("line ") && head.contains(" column ") => rest.to_string(),
+        _ => first.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -236,6 +246,12 @@ mod tests {
     fn octal_reads_like_go_yaml() {
         let docs = read("mode: 0755\n").unwrap();
         assert_eq!(docs[0].value["mode"], serde_json::json!(493));
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_like_go_yaml() {
+        let docs = read("metadata:\n  labels: {a: b}\n  labels: {c: d}\n").unwrap();
+        assert_eq!(docs[0].value["metadata"]["labels"], serde_json::json!({"c": "d"}));
     }
 
     #[test]

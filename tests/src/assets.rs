@@ -1,0 +1,135 @@
+//! Where the pinned Go programs are.
+//!
+//! `KUBEBUILDER_ASSETS` (the envtest convention: one folder holding `kube-apiserver`, `etcd`,
+//! …) wins for any program it holds; everything else comes from the cache that
+//! `tests/assets/build-go-assets.sh` fills and indexes in `index.env`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+const BUILD_HINT: &str = "run `tests/assets/build-go-assets.sh` (the README test command does) \
+                          or point KUBEBUILDER_ASSETS at a folder with the binaries";
+
+/// The asset cache folder: `$ASSET_CACHE`, else `$XDG_CACHE_HOME` or `~/.cache`, then
+/// `redis-olm-toolchain/assets`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ASSET_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    base.join("redis-olm-toolchain").join("assets")
+}
+
+/// The programs and data files the tests use.
+#[derive(Clone, Debug)]
+pub struct Assets {
+    index: HashMap<String, String>,
+    kubebuilder_assets: Option<PathBuf>,
+}
+
+impl Assets {
+    /// Reads the cache index (and `KUBEBUILDER_ASSETS`).
+    pub fn locate() -> anyhow::Result<Self> {
+        let index_path = cache_dir().join("index.env");
+        let index = match std::fs::read_to_string(&index_path) {
+            Ok(text) => text
+                .lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        let kubebuilder_assets = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from);
+        if index.is_empty() && kubebuilder_assets.is_none() {
+            bail!("no test binaries: {} is missing; {BUILD_HINT}", index_path.display());
+        }
+        Ok(Assets { index, kubebuilder_assets })
+    }
+
+    fn component(&self, key: &str) -> anyhow::Result<PathBuf> {
+        self.index
+            .get(key)
+            .map(PathBuf::from)
+            .with_context(|| format!("the asset index has no {key}; {BUILD_HINT}"))
+    }
+
+    /// The path of a program: from `KUBEBUILDER_ASSETS` if it is there, else from the cache
+    /// entry `component` (one of ETCD, KUBERNETES, KWOK, OLM, OPM, OPERATOR_SDK).
+    pub fn program(&self, component: &str, name: &str) -> anyhow::Result<PathBuf> {
+        if let Some(dir) = &self.kubebuilder_assets {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+        let path = self.component(component)?.join("bin").join(name);
+        if !path.is_file() {
+            bail!("{} is missing; {BUILD_HINT}", path.display());
+        }
+        Ok(path)
+    }
+
+    /// `etcd`.
+    pub fn etcd(&self) -> anyhow::Result<PathBuf> {
+        self.program("ETCD", "etcd")
+    }
+
+    /// `kube-apiserver`, `kube-controller-manager` or `kube-scheduler`.
+    pub fn kubernetes(&self, name: &str) -> anyhow::Result<PathBuf> {
+        self.program("KUBERNETES", name)
+    }
+
+    /// The Kubernetes version the binaries were built as (e.g. `v1.36.3`).
+    pub fn kubernetes_version(&self) -> Option<&str> {
+        self.index.get("KUBERNETES_VERSION").map(String::as_str)
+    }
+
+    /// `kwok`.
+    pub fn kwok(&self) -> anyhow::Result<PathBuf> {
+        self.program("KWOK", "kwok")
+    }
+
+    /// The kwok "fast" node and pod Stage files, from the same kwok release.
+    pub fn kwok_stages(&self) -> anyhow::Result<Vec<PathBuf>> {
+        yaml_files(&self.component("KWOK")?.join("stages"))
+    }
+
+    /// `opm`.
+    pub fn opm(&self) -> anyhow::Result<PathBuf> {
+        self.program("OPM", "opm")
+    }
+
+    /// `operator-sdk`.
+    pub fn operator_sdk(&self) -> anyhow::Result<PathBuf> {
+        self.program("OPERATOR_SDK", "operator-sdk")
+    }
+
+    /// OLM's `olm` (olm-operator) or `catalog` (catalog-operator).
+    pub fn olm(&self, name: &str) -> anyhow::Result<PathBuf> {
+        self.program("OLM", name)
+    }
+
+    /// OLM's CustomResourceDefinitions from the same release.
+    pub fn olm_crds(&self) -> anyhow::Result<Vec<PathBuf>> {
+        yaml_files(&self.component("OLM")?.join("crds"))
+    }
+}
+
+fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}; {BUILD_HINT}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("no YAML files in {}; {BUILD_HINT}", dir.display());
+    }
+    Ok(files)
+}

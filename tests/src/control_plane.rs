@@ -1,0 +1,417 @@
+//! A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler and kwok, with fake nodes and a default StorageClass.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::assets::Assets;
+use crate::pki::write_pki;
+use crate::ports::free_port;
+use crate::process::ManagedProcess;
+use crate::provisioner::{PROVISIONER_NAME, Provisioner, STORAGE_CLASS};
+
+/// How to start a [`ControlPlane`].
+#[derive(Clone, Debug)]
+pub struct ControlPlaneOptions {
+    /// How many fake nodes kwok manages.
+    pub nodes: usize,
+}
+
+impl Default for ControlPlaneOptions {
+    fn default() -> Self {
+        ControlPlaneOptions { nodes: 2 }
+    }
+}
+
+/// A running control plane. Dropping it stops every process (newest first) and removes its
+/// folder, unless `E2E_KEEP_DIR` is set, in which case the folder (logs, kubeconfig) stays.
+pub struct ControlPlane {
+    // Field order is drop order: the provisioner's client goes before the apiserver does.
+    provisioner: Option<Provisioner>,
+    processes: Vec<ManagedProcess>,
+    kubeconfig: PathBuf,
+    server: String,
+    version: String,
+    dir: Option<tempfile::TempDir>,
+    kept_dir: Option<PathBuf>,
+}
+
+/// The admin user's bearer token file line: a `system:masters` member, like envtest's user.
+const ADMIN_TOKEN_USER: &str = "e2e-admin";
+
+impl ControlPlane {
+    /// The control plane shared by every test of this test binary, started on first use.
+    ///
+    /// Each test must build its own clients ([`ControlPlane::client`]): a client belongs to
+    /// the tokio runtime it was made on, and every `#[tokio::test]` has its own runtime.
+    /// The processes outlive the tests and are killed when the test binary exits.
+    pub async fn shared() -> anyhow::Result<Arc<ControlPlane>> {
+        static SHARED: tokio::sync::Mutex<Option<Result<Arc<ControlPlane>, String>>> =
+            tokio::sync::Mutex::const_new(None);
+        let mut slot = SHARED.lock().await;
+        if slot.is_none() {
+            let started = ControlPlane::start(ControlPlaneOptions::default())
+                .await
+                .map(Arc::new)
+                .map_err(|e| format!("{e:#}"));
+            *slot = Some(started);
+        }
+        match slot.as_ref().expect("set above") {
+            Ok(plane) => {
+                plane.check_running()?;
+                Ok(plane.clone())
+            }
+            // Every test sees the first start-up failure instead of each retrying for a minute.
+            Err(message) => bail!("the shared control plane failed to start: {message}"),
+        }
+    }
+
+    /// Starts a new control plane of its own.
+    pub async fn start(options: ControlPlaneOptions) -> anyhow::Result<ControlPlane> {
+        let assets = Assets::locate()?;
+        let dir = tempfile::Builder::new().prefix("e2e-control-plane-").tempdir()?;
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("logs"))?;
+        let log = |name: &str| root.join("logs").join(format!("{name}.log"));
+
+        let pki = write_pki(&root)?;
+        let token = random_token()?;
+        let tokens_file = root.join("tokens.csv");
+        std::fs::write(&tokens_file, format!("{token},{ADMIN_TOKEN_USER},e2e-admin-uid,\"system:masters\"\n"))?;
+
+        let mut processes = Vec::new();
+
+        // etcd
+        let etcd_client = free_port()?;
+        let etcd_peer = free_port()?;
+        let etcd_url = format!("http://127.0.0.1:{etcd_client}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+        let etcd = ManagedProcess::spawn(
+            "etcd",
+            &assets.etcd()?,
+            &[
+                "--name=e2e".into(),
+                format!("--data-dir={}", root.join("etcd").display()),
+                format!("--listen-client-urls={etcd_url}"),
+                format!("--advertise-client-urls={etcd_url}"),
+                format!("--listen-peer-urls={peer_url}"),
+                format!("--initial-advertise-peer-urls={peer_url}"),
+                format!("--initial-cluster=e2e={peer_url}"),
+                "--unsafe-no-fsync=true".into(),
+                "--log-level=warn".into(),
+            ],
+            &[],
+            &log("etcd"),
+        )?;
+        etcd.wait_ready(Duration::from_secs(30), || http_get_ok(etcd_client, "/health")).await?;
+        processes.push(etcd);
+
+        // kube-apiserver
+        let apiserver_port = free_port()?;
+        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let apiserver = ManagedProcess::spawn(
+            "kube-apiserver",
+            &assets.kubernetes("kube-apiserver")?,
+            &[
+                format!("--etcd-servers={etcd_url}"),
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                format!("--secure-port={apiserver_port}"),
+                format!("--cert-dir={}", root.join("apiserver-certs").display()),
+                format!("--tls-cert-file={}", pki.serving_cert.display()),
+                format!("--tls-private-key-file={}", pki.serving_key.display()),
+                format!("--token-auth-file={}", tokens_file.display()),
+                "--authorization-mode=RBAC".into(),
+                "--service-cluster-ip-range=10.0.0.0/24".into(),
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+                format!("--service-account-key-file={}", pki.service_account_public_key.display()),
+                format!("--service-account-signing-key-file={}", pki.service_account_key.display()),
+                "--allow-privileged=true".into(),
+                // As envtest does: pods need no token Secret to be admitted.
+                "--disable-admission-plugins=ServiceAccount".into(),
+                // The `kubernetes` Service cannot point at a loopback address; nothing needs it.
+                "--endpoint-reconciler-type=none".into(),
+                "--profiling=false".into(),
+            ],
+            &[],
+            &log("kube-apiserver"),
+        )?;
+        let kubeconfig = root.join("kubeconfig");
+        std::fs::write(&kubeconfig, kubeconfig_yaml(&server, &pki.ca_pem, &token))?;
+        {
+            let probe = client_from(&kubeconfig).await?;
+            apiserver
+                .wait_ready(Duration::from_secs(90), || {
+                    let probe = probe.clone();
+                    async move { readyz(&probe).await }
+                })
+                .await?;
+        }
+        processes.push(apiserver);
+        let client = client_from(&kubeconfig).await?;
+        let version = client.apiserver_version().await?.git_version;
+
+        let kubeconfig_arg = format!("--kubeconfig={}", kubeconfig.display());
+        processes.push(ManagedProcess::spawn(
+            "kube-controller-manager",
+            &assets.kubernetes("kube-controller-manager")?,
+            &[
+                kubeconfig_arg.clone(),
+                "--leader-elect=false".into(),
+                "--bind-address=127.0.0.1".into(),
+                "--secure-port=0".into(),
+                format!("--service-account-private-key-file={}", pki.service_account_key.display()),
+                format!("--root-ca-file={}", pki.ca_cert.display()),
+                "--profiling=false".into(),
+            ],
+            &[],
+            &log("kube-controller-manager"),
+        )?);
+        processes.push(ManagedProcess::spawn(
+            "kube-scheduler",
+            &assets.kubernetes("kube-scheduler")?,
+            &[
+                kubeconfig_arg.clone(),
+                "--leader-elect=false".into(),
+                "--bind-address=127.0.0.1".into(),
+                "--secure-port=0".into(),
+                "--profiling=false".into(),
+            ],
+            &[],
+            &log("kube-scheduler"),
+        )?);
+
+        let mut kwok_args = vec![
+            kubeconfig_arg.clone(),
+            "--manage-all-nodes=true".into(),
+            format!("--server-address=127.0.0.1:{}", free_port()?),
+            "--cidr=10.244.0.1/16".into(),
+            "--node-ip=127.0.0.1".into(),
+        ];
+        for stage in assets.kwok_stages()? {
+            kwok_args.push(format!("--config={}", stage.display()));
+        }
+        processes.push(ManagedProcess::spawn("kwok", &assets.kwok()?, &kwok_args, &[], &log("kwok"))?);
+
+        let mut plane = ControlPlane {
+            provisioner: None,
+            processes,
+            kubeconfig,
+            server,
+            version,
+            kept_dir: std::env::var_os("E2E_KEEP_DIR").map(|_| root.clone()),
+            dir: Some(dir),
+        };
+        if let Some(kept) = &plane.kept_dir {
+            eprintln!("e2e: control plane folder kept at {}", kept.display());
+        }
+
+        create_nodes(&client, options.nodes).await?;
+        create_storage_class(&client).await?;
+        plane.provisioner = Some(Provisioner::start(plane.kubeconfig.clone(), root.join("volumes"))?);
+        plane.wait_nodes_ready(&client, options.nodes).await?;
+        Ok(plane)
+    }
+
+    /// Errors with the dead program's log if any control plane process has stopped.
+    pub fn check_running(&self) -> anyhow::Result<()> {
+        for process in &self.processes {
+            process.check_running()?;
+        }
+        Ok(())
+    }
+
+    /// A client authenticated as a cluster admin (`system:masters`).
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        client_from(&self.kubeconfig).await
+    }
+
+    /// The admin kubeconfig file, for programs under test (`KUBECONFIG=...`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    /// What the apiserver reports as its version (e.g. `v1.36.3`).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The processes, oldest first (etcd, kube-apiserver, …).
+    pub fn processes(&self) -> &[ManagedProcess] {
+        &self.processes
+    }
+
+    async fn wait_nodes_ready(&self, client: &kube::Client, count: usize) -> anyhow::Result<()> {
+        let nodes: Api<Node> = Api::all(client.clone());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            self.check_running()?;
+            let ready = nodes
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|n| node_is_ready(n))
+                .count();
+            if ready >= count {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                let kwok = self.processes.iter().find(|p| p.name() == "kwok");
+                bail!(
+                    "{ready} of {count} kwok nodes became Ready in 60s; kwok's log:{}",
+                    kwok.map(|p| p.log_tail(25)).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.provisioner.take();
+        while let Some(process) = self.processes.pop() {
+            drop(process);
+        }
+        if self.kept_dir.is_some()
+            && let Some(dir) = self.dir.take()
+        {
+            let _ = dir.keep();
+        }
+    }
+}
+
+fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+async fn create_nodes(client: &kube::Client, count: usize) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    for index in 0..count {
+        let name = format!("kwok-node-{index}");
+        // Status on create is kept for Nodes: kwok's stages then keep it Ready.
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok"
+                }
+            },
+            "status": {
+                "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "250"},
+                "capacity": {"cpu": "64", "memory": "256Gi", "pods": "250"}
+            }
+        }))?;
+        nodes.create(&PostParams::default(), &node).await.with_context(|| format!("creating node {name}"))?;
+    }
+    Ok(())
+}
+
+async fn create_storage_class(client: &kube::Client) -> anyhow::Result<()> {
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {
+            "name": STORAGE_CLASS,
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}
+        },
+        "provisioner": PROVISIONER_NAME,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate"
+    }))?;
+    classes.create(&PostParams::default(), &class).await.context("creating the default StorageClass")?;
+    Ok(())
+}
+
+fn kubeconfig_yaml(server: &str, ca_pem: &str, token: &str) -> String {
+    let ca_data = base64(ca_pem.as_bytes());
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca_data}\nusers:\n- name: {ADMIN_TOKEN_USER}\n  user:\n    token: {token}\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: {ADMIN_TOKEN_USER}\n    namespace: default\ncurrent-context: e2e\n"
+    )
+}
+
+pub(crate) async fn client_from(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
+    let config = Kubeconfig::read_from(kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+async fn readyz(client: &kube::Client) -> anyhow::Result<bool> {
+    let request = http::Request::get("/readyz").body(Vec::new())?;
+    let body = client.request_text(request).await?;
+    Ok(body.trim() == "ok")
+}
+
+/// A plain-HTTP GET on loopback that succeeds on a 2xx answer.
+async fn http_get_ok(port: u16, path: &str) -> anyhow::Result<bool> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer.starts_with("HTTP/1.1 2") || answer.starts_with("HTTP/1.0 2"))
+}
+
+fn random_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .context("reading /dev/urandom")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64;
+
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+}

@@ -1,0 +1,62 @@
+//! Certificates for the test control plane: one CA, the apiserver's serving certificate and
+//! the service-account token signing key.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+
+/// Files written by [`write_pki`].
+#[derive(Clone, Debug)]
+pub struct PkiFiles {
+    /// The CA certificate (PEM): trusted by every client.
+    pub ca_cert: PathBuf,
+    /// The CA certificate as PEM text, for kubeconfig `certificate-authority-data`.
+    pub ca_pem: String,
+    /// kube-apiserver's serving certificate.
+    pub serving_cert: PathBuf,
+    /// Its key.
+    pub serving_key: PathBuf,
+    /// The key that signs service-account tokens (PKCS#8 PEM).
+    pub service_account_key: PathBuf,
+    /// Its public half, which the apiserver verifies tokens with.
+    pub service_account_public_key: PathBuf,
+}
+
+/// Generates a fresh CA and the control plane's keys into `dir`.
+pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.distinguished_name.push(DnType::CommonName, "e2e-control-plane-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    // 10.0.0.1 is the `kubernetes` Service's address in --service-cluster-ip-range.
+    let serving_key = KeyPair::generate()?;
+    let mut serving_params = CertificateParams::new(vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "10.0.0.1".to_string(),
+        "kubernetes.default.svc".to_string(),
+    ])?;
+    serving_params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
+    let serving_cert = serving_params.signed_by(&serving_key, &issuer)?;
+
+    let sa_key = KeyPair::generate()?;
+
+    let files = PkiFiles {
+        ca_cert: dir.join("ca.crt"),
+        ca_pem: ca_cert.pem(),
+        serving_cert: dir.join("apiserver.crt"),
+        serving_key: dir.join("apiserver.key"),
+        service_account_key: dir.join("sa.key"),
+        service_account_public_key: dir.join("sa.pub"),
+    };
+    std::fs::write(&files.ca_cert, ca_cert.pem())?;
+    std::fs::write(&files.serving_cert, serving_cert.pem())?;
+    std::fs::write(&files.serving_key, serving_key.serialize_pem())?;
+    std::fs::write(&files.service_account_key, sa_key.serialize_pem())?;
+    std::fs::write(&files.service_account_public_key, sa_key.public_key_pem())?;
+    Ok(files)
+}

@@ -1,0 +1,111 @@
+//! A real OCI distribution registry on loopback: Debian's `docker-registry`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::ports::free_port;
+use crate::process::ManagedProcess;
+
+const REGISTRY_BINARY: &str = "/usr/bin/docker-registry";
+
+/// Whether the registry asks for credentials.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryAuth {
+    /// Anyone may push and pull.
+    Anonymous,
+    /// HTTP basic auth against an htpasswd file with this one user.
+    Htpasswd {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: String,
+    },
+}
+
+/// A running registry; stopped and its storage removed when dropped.
+pub struct OciRegistry {
+    process: ManagedProcess,
+    port: u16,
+    auth: RegistryAuth,
+    _dir: tempfile::TempDir,
+}
+
+impl OciRegistry {
+    /// Starts a registry on `127.0.0.1:<free port>`, storing blobs in a temporary folder.
+    pub async fn start(auth: RegistryAuth) -> anyhow::Result<Self> {
+        if !Path::new(REGISTRY_BINARY).is_file() {
+            bail!("{REGISTRY_BINARY} is missing: install Debian's docker-registry package (the README test command does)");
+        }
+        let dir = tempfile::Builder::new().prefix("e2e-registry-").tempdir()?;
+        let port = free_port()?;
+        let mut config = format!(
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: e2e-not-a-secret\n",
+            dir.path().join("data").display()
+        );
+        if let RegistryAuth::Htpasswd { username, password } = &auth {
+            let htpasswd = dir.path().join("htpasswd");
+            // bcrypt, the only hash docker-registry accepts; the password goes in on stdin.
+            let mut child = std::process::Command::new("htpasswd")
+                .args(["-niB", username])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .context("running htpasswd (Debian package apache2-utils)")?;
+            std::io::Write::write_all(child.stdin.as_mut().expect("piped"), password.as_bytes())?;
+            let output = child.wait_with_output()?;
+            if !output.status.success() {
+                bail!("htpasswd failed: {}", String::from_utf8_lossy(&output.stderr));
+            }
+            std::fs::write(&htpasswd, &output.stdout)?;
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: e2e\n    path: {}\n",
+                htpasswd.display()
+            ));
+        }
+        let config_path = dir.path().join("config.yml");
+        std::fs::write(&config_path, config)?;
+        let process = ManagedProcess::spawn(
+            "docker-registry",
+            Path::new(REGISTRY_BINARY),
+            &["serve".into(), config_path.display().to_string()],
+            &[],
+            &dir.path().join("registry.log"),
+        )?;
+        let expected = if auth == RegistryAuth::Anonymous { "200" } else { "401" };
+        process
+            .wait_ready(Duration::from_secs(20), || async move {
+                Ok(http_status(port, "/v2/").await? == expected)
+            })
+            .await?;
+        Ok(OciRegistry { process, port, auth, _dir: dir })
+    }
+
+    /// `127.0.0.1:<port>`, the registry part of an image reference.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The auth it was started with.
+    pub fn auth(&self) -> &RegistryAuth {
+        &self.auth
+    }
+
+    /// The registry process (for its log).
+    pub fn process(&self) -> &ManagedProcess {
+        &self.process
+    }
+}
+
+async fn http_status(port: u16, path: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer.split_whitespace().nth(1).unwrap_or_default().to_string())
+}
