@@ -8,7 +8,10 @@ use bundle_tool::manifest::{self, KubeObject};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(version, about = "OLM packaging for operators: bundles, catalogs, images, registry")]
+#[command(
+    version,
+    about = "OLM packaging for operators: bundles, catalogs, images, registry"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,5 +73,9 @@ fn list_objects(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

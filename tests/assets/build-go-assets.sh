@@ -74,6 +74,10 @@ wrapper_build() {
   local module=$1 version=$2 tags=$3 ldflags=$4 out=$5
   shift 5
   printf 'module local/assets\n\ngo 1.26\n\nrequire %s %s\n' "$module" "$version" > go.mod
+  # Extra `replace` lines, one per line, for dependencies the proxy does not serve.
+  if [ -n "${WRAPPER_REPLACES:-}" ]; then
+    printf '%s\n' "$WRAPPER_REPLACES" | sed 's/^/replace /' >> go.mod
+  fi
   local p
   for p in "$@"; do go get -tool "$p@$version"; done
   go build -tags "$tags" -ldflags "$ldflags" -o "$out/bin/" "$@"
@@ -167,6 +171,10 @@ build_opm() {
 
 build_operator_sdk() {
   local out=$1
+  # operator-sdk v1.42.3 requires ansible-operator-plugins v1.42.3, which the Go module proxy
+  # refuses to serve (403); v1.42.2 is served. The Ansible plugin only scaffolds Ansible
+  # projects and plays no part in `bundle validate`, the only command the tests use.
+  WRAPPER_REPLACES="github.com/operator-framework/ansible-operator-plugins => github.com/operator-framework/ansible-operator-plugins v1.42.2" \
   wrapper_build github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION" containers_image_openpgp \
     "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" \
     "$out" github.com/operator-framework/operator-sdk/cmd/operator-sdk

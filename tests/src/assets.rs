@@ -46,9 +46,15 @@ impl Assets {
         };
         let kubebuilder_assets = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from);
         if index.is_empty() && kubebuilder_assets.is_none() {
-            bail!("no test binaries: {} is missing; {BUILD_HINT}", index_path.display());
+            bail!(
+                "no test binaries: {} is missing; {BUILD_HINT}",
+                index_path.display()
+            );
         }
-        Ok(Assets { index, kubebuilder_assets })
+        Ok(Assets {
+            index,
+            kubebuilder_assets,
+        })
     }
 
     fn component(&self, key: &str) -> anyhow::Result<PathBuf> {

@@ -76,7 +76,9 @@ impl ControlPlane {
     /// Starts a new control plane of its own.
     pub async fn start(options: ControlPlaneOptions) -> anyhow::Result<ControlPlane> {
         let assets = Assets::locate()?;
-        let dir = tempfile::Builder::new().prefix("e2e-control-plane-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("e2e-control-plane-")
+            .tempdir()?;
         let root = dir.path().to_path_buf();
         std::fs::create_dir_all(root.join("logs"))?;
         let log = |name: &str| root.join("logs").join(format!("{name}.log"));
@@ -84,7 +86,10 @@ impl ControlPlane {
         let pki = write_pki(&root)?;
         let token = random_token()?;
         let tokens_file = root.join("tokens.csv");
-        std::fs::write(&tokens_file, format!("{token},{ADMIN_TOKEN_USER},e2e-admin-uid,\"system:masters\"\n"))?;
+        std::fs::write(
+            &tokens_file,
+            format!("{token},{ADMIN_TOKEN_USER},e2e-admin-uid,\"system:masters\"\n"),
+        )?;
 
         let mut processes = Vec::new();
 
@@ -110,7 +115,10 @@ impl ControlPlane {
             &[],
             &log("etcd"),
         )?;
-        etcd.wait_ready(Duration::from_secs(30), || http_get_ok(etcd_client, "/health")).await?;
+        etcd.wait_ready(Duration::from_secs(30), || {
+            http_get_ok(etcd_client, "/health")
+        })
+        .await?;
         processes.push(etcd);
 
         // kube-apiserver
@@ -131,8 +139,14 @@ impl ControlPlane {
                 "--authorization-mode=RBAC".into(),
                 "--service-cluster-ip-range=10.0.0.0/24".into(),
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
-                format!("--service-account-key-file={}", pki.service_account_public_key.display()),
-                format!("--service-account-signing-key-file={}", pki.service_account_key.display()),
+                format!(
+                    "--service-account-key-file={}",
+                    pki.service_account_public_key.display()
+                ),
+                format!(
+                    "--service-account-signing-key-file={}",
+                    pki.service_account_key.display()
+                ),
                 "--allow-privileged=true".into(),
                 // As envtest does: pods need no token Secret to be admitted.
                 "--disable-admission-plugins=ServiceAccount".into(),
@@ -167,7 +181,10 @@ impl ControlPlane {
                 "--leader-elect=false".into(),
                 "--bind-address=127.0.0.1".into(),
                 "--secure-port=0".into(),
-                format!("--service-account-private-key-file={}", pki.service_account_key.display()),
+                format!(
+                    "--service-account-private-key-file={}",
+                    pki.service_account_key.display()
+                ),
                 format!("--root-ca-file={}", pki.ca_cert.display()),
                 "--profiling=false".into(),
             ],
@@ -198,7 +215,13 @@ impl ControlPlane {
         for stage in assets.kwok_stages()? {
             kwok_args.push(format!("--config={}", stage.display()));
         }
-        processes.push(ManagedProcess::spawn("kwok", &assets.kwok()?, &kwok_args, &[], &log("kwok"))?);
+        processes.push(ManagedProcess::spawn(
+            "kwok",
+            &assets.kwok()?,
+            &kwok_args,
+            &[],
+            &log("kwok"),
+        )?);
 
         let mut plane = ControlPlane {
             provisioner: None,
@@ -215,7 +238,10 @@ impl ControlPlane {
 
         create_nodes(&client, options.nodes).await?;
         create_storage_class(&client).await?;
-        plane.provisioner = Some(Provisioner::start(plane.kubeconfig.clone(), root.join("volumes"))?);
+        plane.provisioner = Some(Provisioner::start(
+            plane.kubeconfig.clone(),
+            root.join("volumes"),
+        )?);
         plane.wait_nodes_ready(&client, options.nodes).await?;
         Ok(plane)
     }
@@ -324,7 +350,10 @@ async fn create_nodes(client: &kube::Client, count: usize) -> anyhow::Result<()>
                 "capacity": {"cpu": "64", "memory": "256Gi", "pods": "250"}
             }
         }))?;
-        nodes.create(&PostParams::default(), &node).await.with_context(|| format!("creating node {name}"))?;
+        nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .with_context(|| format!("creating node {name}"))?;
     }
     Ok(())
 }
@@ -342,7 +371,10 @@ async fn create_storage_class(client: &kube::Client) -> anyhow::Result<()> {
         "reclaimPolicy": "Delete",
         "volumeBindingMode": "Immediate"
     }))?;
-    classes.create(&PostParams::default(), &class).await.context("creating the default StorageClass")?;
+    classes
+        .create(&PostParams::default(), &class)
+        .await
+        .context("creating the default StorageClass")?;
     Ok(())
 }
 
@@ -355,7 +387,8 @@ fn kubeconfig_yaml(server: &str, ca_pem: &str, token: &str) -> String {
 
 pub(crate) async fn client_from(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
     let config = Kubeconfig::read_from(kubeconfig)?;
-    let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default()).await?;
+    let config =
+        kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default()).await?;
     Ok(kube::Client::try_from(config)?)
 }
 
@@ -389,7 +422,11 @@ fn base64(data: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {

@@ -20,8 +20,8 @@ mod process;
 mod provisioner;
 mod registry;
 
-pub use control_plane::{ControlPlane, ControlPlaneOptions};
 pub(crate) use control_plane::client_from as control_plane_client;
+pub use control_plane::{ControlPlane, ControlPlaneOptions};
 pub use process::ManagedProcess;
 pub use registry::{OciRegistry, RegistryAuth};
 

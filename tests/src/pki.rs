@@ -26,9 +26,15 @@ pub struct PkiFiles {
 pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.distinguished_name.push(DnType::CommonName, "e2e-control-plane-ca");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "e2e-control-plane-ca");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_cert = ca_params.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
@@ -40,7 +46,9 @@ pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
         "10.0.0.1".to_string(),
         "kubernetes.default.svc".to_string(),
     ])?;
-    serving_params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
+    serving_params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
     let serving_cert = serving_params.signed_by(&serving_key, &issuer)?;
 
     let sa_key = KeyPair::generate()?;

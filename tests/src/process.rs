@@ -79,7 +79,11 @@ impl ManagedProcess {
             .recv()
             .context("the spawner thread did not answer")?
             .with_context(|| format!("{name}: cannot start {}", program.display()))?;
-        Ok(ManagedProcess { name: name.to_string(), child: Mutex::new(child), log: log.to_path_buf() })
+        Ok(ManagedProcess {
+            name: name.to_string(),
+            child: Mutex::new(child),
+            log: log.to_path_buf(),
+        })
     }
 
     /// The program's name as given to [`ManagedProcess::spawn`].
@@ -94,7 +98,10 @@ impl ManagedProcess {
 
     /// `Err("<name> exited (<status>): <last lines of its log>")` if the program has stopped.
     pub fn check_running(&self) -> anyhow::Result<()> {
-        let mut child = self.child.lock().map_err(|_| anyhow::anyhow!("lock poisoned"))?;
+        let mut child = self
+            .child
+            .lock()
+            .map_err(|_| anyhow::anyhow!("lock poisoned"))?;
         if let Some(status) = child.try_wait()? {
             bail!("{} exited ({status}): {}", self.name, self.log_tail(25));
         }
@@ -146,7 +153,9 @@ impl ManagedProcess {
 
     /// Stops the program: SIGTERM, then SIGKILL after `grace`.
     pub fn stop(&self, grace: Duration) {
-        let Ok(mut child) = self.child.lock() else { return };
+        let Ok(mut child) = self.child.lock() else {
+            return;
+        };
         if let Ok(Some(_)) = child.try_wait() {
             return;
         }

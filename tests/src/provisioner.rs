@@ -31,20 +31,29 @@ impl Provisioner {
     pub fn start(kubeconfig: PathBuf, volumes_dir: PathBuf) -> anyhow::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("e2e-provisioner".into()).spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
-            let Ok(runtime) = runtime else { return };
-            runtime.block_on(async move {
-                let Ok(client) = super::control_plane_client(&kubeconfig).await else { return };
-                while !flag.load(Ordering::Relaxed) {
-                    if let Err(error) = provision_once(&client, &volumes_dir).await {
-                        tracing::debug!("provisioner: {error:#}");
+        let thread = std::thread::Builder::new()
+            .name("e2e-provisioner".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let Ok(runtime) = runtime else { return };
+                runtime.block_on(async move {
+                    let Ok(client) = super::control_plane_client(&kubeconfig).await else {
+                        return;
+                    };
+                    while !flag.load(Ordering::Relaxed) {
+                        if let Err(error) = provision_once(&client, &volumes_dir).await {
+                            tracing::debug!("provisioner: {error:#}");
+                        }
+                        tokio::time::sleep(Duration::from_millis(250)).await;
                     }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-            });
-        })?;
-        Ok(Provisioner { stop, thread: Some(thread) })
+                });
+            })?;
+        Ok(Provisioner {
+            stop,
+            thread: Some(thread),
+        })
     }
 }
 
@@ -57,7 +66,10 @@ impl Drop for Provisioner {
     }
 }
 
-async fn provision_once(client: &kube::Client, volumes_dir: &std::path::Path) -> anyhow::Result<()> {
+async fn provision_once(
+    client: &kube::Client,
+    volumes_dir: &std::path::Path,
+) -> anyhow::Result<()> {
     let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
     let existing = volumes.list(&ListParams::default()).await?.items;
@@ -65,16 +77,24 @@ async fn provision_once(client: &kube::Client, volumes_dir: &std::path::Path) ->
     for claim in claims.list(&ListParams::default()).await?.items {
         let Some(spec) = &claim.spec else { continue };
         let pending = claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
-        if !pending || spec.storage_class_name.as_deref() != Some(STORAGE_CLASS) || spec.volume_name.is_some() {
+        if !pending
+            || spec.storage_class_name.as_deref() != Some(STORAGE_CLASS)
+            || spec.volume_name.is_some()
+        {
             continue;
         }
-        let (Some(uid), Some(name), Some(namespace)) =
-            (&claim.metadata.uid, &claim.metadata.name, &claim.metadata.namespace)
-        else {
+        let (Some(uid), Some(name), Some(namespace)) = (
+            &claim.metadata.uid,
+            &claim.metadata.name,
+            &claim.metadata.namespace,
+        ) else {
             continue;
         };
         let volume_name = format!("pvc-{uid}");
-        if existing.iter().any(|v| v.metadata.name.as_deref() == Some(volume_name.as_str())) {
+        if existing
+            .iter()
+            .any(|v| v.metadata.name.as_deref() == Some(volume_name.as_str()))
+        {
             continue;
         }
         let size = spec
@@ -84,7 +104,10 @@ async fn provision_once(client: &kube::Client, volumes_dir: &std::path::Path) ->
             .and_then(|r| r.get("storage"))
             .map(|q| q.0.clone())
             .unwrap_or_else(|| "1Gi".into());
-        let access_modes = spec.access_modes.clone().unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+        let access_modes = spec
+            .access_modes
+            .clone()
+            .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
         let volume: PersistentVolume = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "PersistentVolume",
@@ -112,7 +135,10 @@ async fn provision_once(client: &kube::Client, volumes_dir: &std::path::Path) ->
             .and_then(|a| a.get("pv.kubernetes.io/provisioned-by"))
             .is_some_and(|p| p == PROVISIONER_NAME);
         let released = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
-        if ours && released && let Some(name) = &volume.metadata.name {
+        if ours
+            && released
+            && let Some(name) = &volume.metadata.name
+        {
             volumes.delete(name, &DeleteParams::default()).await?;
         }
     }

@@ -36,7 +36,9 @@ impl OciRegistry {
     /// Starts a registry on `127.0.0.1:<free port>`, storing blobs in a temporary folder.
     pub async fn start(auth: RegistryAuth) -> anyhow::Result<Self> {
         if !Path::new(REGISTRY_BINARY).is_file() {
-            bail!("{REGISTRY_BINARY} is missing: install Debian's docker-registry package (the README test command does)");
+            bail!(
+                "{REGISTRY_BINARY} is missing: install Debian's docker-registry package (the README test command does)"
+            );
         }
         let dir = tempfile::Builder::new().prefix("e2e-registry-").tempdir()?;
         let port = free_port()?;
@@ -57,7 +59,10 @@ impl OciRegistry {
             std::io::Write::write_all(child.stdin.as_mut().expect("piped"), password.as_bytes())?;
             let output = child.wait_with_output()?;
             if !output.status.success() {
-                bail!("htpasswd failed: {}", String::from_utf8_lossy(&output.stderr));
+                bail!(
+                    "htpasswd failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
             }
             std::fs::write(&htpasswd, &output.stdout)?;
             config.push_str(&format!(
@@ -74,13 +79,22 @@ impl OciRegistry {
             &[],
             &dir.path().join("registry.log"),
         )?;
-        let expected = if auth == RegistryAuth::Anonymous { "200" } else { "401" };
+        let expected = if auth == RegistryAuth::Anonymous {
+            "200"
+        } else {
+            "401"
+        };
         process
             .wait_ready(Duration::from_secs(20), || async move {
                 Ok(http_status(port, "/v2/").await? == expected)
             })
             .await?;
-        Ok(OciRegistry { process, port, auth, _dir: dir })
+        Ok(OciRegistry {
+            process,
+            port,
+            auth,
+            _dir: dir,
+        })
     }
 
     /// `127.0.0.1:<port>`, the registry part of an image reference.
@@ -107,5 +121,9 @@ async fn http_status(port: u16, path: &str) -> anyhow::Result<String> {
         .await?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer).await?;
-    Ok(answer.split_whitespace().nth(1).unwrap_or_default().to_string())
+    Ok(answer
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string())
 }

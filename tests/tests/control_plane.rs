@@ -44,7 +44,10 @@ async fn apiserver_reports_the_pinned_version() -> anyhow::Result<()> {
         .kubernetes_version()
         .map(str::to_string)
         .expect("the asset index names the Kubernetes version");
-    assert!(expected.starts_with("v1.36."), "pinned version is {expected}");
+    assert!(
+        expected.starts_with("v1.36."),
+        "pinned version is {expected}"
+    );
     let info = plane.client().await?.apiserver_version().await?;
     assert_eq!(info.git_version, expected);
     assert_eq!((info.major.as_str(), info.minor.as_str()), ("1", "36"));
@@ -59,9 +62,15 @@ async fn custom_resource_is_created_and_watched() -> anyhow::Result<()> {
     namespace(&client, "smoke-crd").await?;
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = redis_operator::crd::redis_cluster_crd();
+    // A single-version CRD: this smoke test is about the apiserver, not the operator's webhook.
+    let crd = <RedisCluster as kube::CustomResourceExt>::crd();
     let name = crd.metadata.name.clone().expect("named");
-    crds.patch(&name, &PatchParams::apply("e2e").force(), &Patch::Apply(&crd)).await?;
+    crds.patch(
+        &name,
+        &PatchParams::apply("e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await?;
     tokio::time::timeout(
         Duration::from_secs(30),
         await_condition(crds, &name, conditions::is_crd_established()),
@@ -99,8 +108,14 @@ async fn custom_resource_is_created_and_watched() -> anyhow::Result<()> {
         "metadata": {"name": "zero"},
         "spec": {"replicas": 0}
     }))?;
-    let error = clusters.create(&PostParams::default(), &bad).await.expect_err("replicas 0 is invalid");
-    assert!(error.to_string().contains("spec.replicas"), "unexpected error: {error}");
+    let error = clusters
+        .create(&PostParams::default(), &bad)
+        .await
+        .expect_err("replicas 0 is invalid");
+    assert!(
+        error.to_string().contains("spec.replicas"),
+        "unexpected error: {error}"
+    );
     Ok(())
 }
 
@@ -123,17 +138,23 @@ async fn deployment_becomes_available_on_kwok_nodes() -> anyhow::Result<()> {
             }
         }
     }))?;
-    deployments.create(&PostParams::default(), &deployment).await?;
-    eventually(Duration::from_secs(60), "Deployment web to be Available", || async {
-        let d = deployments.get("web").await?;
-        let available = d
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Available" && c.status == "True");
-        Ok(available.then_some(()))
-    })
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    eventually(
+        Duration::from_secs(60),
+        "Deployment web to be Available",
+        || async {
+            let d = deployments.get("web").await?;
+            let available = d
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Available" && c.status == "True");
+            Ok(available.then_some(()))
+        },
+    )
     .await?;
     plane.check_running()?;
     Ok(())
@@ -168,10 +189,19 @@ async fn statefulset_with_volume_claims_gets_three_ready_replicas() -> anyhow::R
         }
     }))?;
     sets.create(&PostParams::default(), &set).await?;
-    eventually(Duration::from_secs(90), "StatefulSet db to have 3 ready replicas", || async {
-        let ready = sets.get("db").await?.status.and_then(|s| s.ready_replicas).unwrap_or(0);
-        Ok((ready == 3).then_some(()))
-    })
+    eventually(
+        Duration::from_secs(90),
+        "StatefulSet db to have 3 ready replicas",
+        || async {
+            let ready = sets
+                .get("db")
+                .await?
+                .status
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0);
+            Ok((ready == 3).then_some(()))
+        },
+    )
     .await?;
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "smoke-sts");
     let bound: Vec<String> = claims

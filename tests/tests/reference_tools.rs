@@ -25,7 +25,10 @@ fn opm_reports_its_pinned_version() -> anyhow::Result<()> {
 #[test]
 fn operator_sdk_reports_its_pinned_version() -> anyhow::Result<()> {
     let out = run(&Assets::locate()?.operator_sdk()?, &["version"])?;
-    assert!(out.contains("v1.42.3"), "operator-sdk version printed: {out}");
+    assert!(
+        out.contains("v1.42.3"),
+        "operator-sdk version printed: {out}"
+    );
     Ok(())
 }
 
@@ -34,14 +37,30 @@ fn olm_binaries_and_crds_are_present() -> anyhow::Result<()> {
     let assets = Assets::locate()?;
     for name in ["olm", "catalog"] {
         let help = Command::new(assets.olm(name)?).arg("--help").output()?;
-        let text = String::from_utf8_lossy(&help.stdout).into_owned() + &String::from_utf8_lossy(&help.stderr);
-        assert!(text.contains("--namespace"), "{name} --help printed: {text}");
+        let text = String::from_utf8_lossy(&help.stdout).into_owned()
+            + &String::from_utf8_lossy(&help.stderr);
+        assert!(
+            text.contains("--namespace"),
+            "{name} --help printed: {text}"
+        );
     }
     let crds = assets.olm_crds()?;
-    let names: Vec<String> =
-        crds.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
-    for kind in ["catalogsources", "clusterserviceversions", "installplans", "operatorgroups", "subscriptions"] {
-        assert!(names.iter().any(|n| n.contains(kind)), "no {kind} CRD among {names:?}");
+    let names: Vec<String> = crds
+        .iter()
+        .filter_map(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
+    for kind in [
+        "catalogsources",
+        "clusterserviceversions",
+        "installplans",
+        "operatorgroups",
+        "subscriptions",
+    ] {
+        assert!(
+            names.iter().any(|n| n.contains(kind)),
+            "no {kind} CRD among {names:?}"
+        );
     }
     Ok(())
 }

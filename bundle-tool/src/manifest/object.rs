@@ -52,12 +52,24 @@ impl KubeObject {
             .or_else(|| text("/metadata/generateName"))
             .unwrap_or_default();
         let namespace = text("/metadata/namespace");
-        Ok(KubeObject { id: ObjectRef { api_version, kind, name, namespace }, document })
+        Ok(KubeObject {
+            id: ObjectRef {
+                api_version,
+                kind,
+                name,
+                namespace,
+            },
+            document,
+        })
     }
 
     /// The API group of `apiVersion` (`""` for the core group).
     pub fn group(&self) -> &str {
-        self.id.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+        self.id
+            .api_version
+            .rsplit_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or("")
     }
 }
 
@@ -74,8 +86,10 @@ mod tests {
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op, namespace: ns}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: svc}\n",
         )
         .unwrap();
-        let objects: Vec<KubeObject> =
-            docs.into_iter().map(|d| KubeObject::from_document(d).unwrap()).collect();
+        let objects: Vec<KubeObject> = docs
+            .into_iter()
+            .map(|d| KubeObject::from_document(d).unwrap())
+            .collect();
         assert_eq!(objects[0].id.to_string(), "apps/v1 Deployment ns/op");
         assert_eq!(objects[0].group(), "apps");
         assert_eq!(objects[1].group(), "");

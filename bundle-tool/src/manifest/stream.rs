@@ -58,7 +58,10 @@ pub enum ManifestError {
 /// Reads every document of a file, or of every regular file below a folder (sorted by path,
 /// hidden files skipped).
 pub fn read_path(path: &Path) -> Result<Vec<Document>, ManifestError> {
-    let io_error = |error| ManifestError::Io { path: path.to_path_buf(), error };
+    let io_error = |error| ManifestError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
     let metadata = std::fs::metadata(path).map_err(io_error)?;
     if !metadata.is_dir() {
         let text = std::fs::read_to_string(path).map_err(io_error)?;
@@ -69,15 +72,20 @@ pub fn read_path(path: &Path) -> Result<Vec<Document>, ManifestError> {
     files.sort();
     let mut documents = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|error| ManifestError::Io { path: file.clone(), error })?;
+        let text = std::fs::read_to_string(&file).map_err(|error| ManifestError::Io {
+            path: file.clone(),
+            error,
+        })?;
         documents.extend(read_stream(&file, &text)?);
     }
     Ok(documents)
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
-    let io_error = |error| ManifestError::Io { path: dir.to_path_buf(), error };
+    let io_error = |error| ManifestError::Io {
+        path: dir.to_path_buf(),
+        error,
+    };
     for entry in std::fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         if entry.file_name().to_string_lossy().starts_with('.') {
@@ -106,16 +114,15 @@ pub fn read_stream(path: &Path, text: &str) -> Result<Vec<Document>, ManifestErr
         }) {
             continue;
         }
-        let value = parse_document(&chunk).map_err(|(line, column, message)| {
-            ManifestError::Parse {
+        let value =
+            parse_document(&chunk).map_err(|(line, column, message)| ManifestError::Parse {
                 location: SourceLocation {
                     path: path.to_path_buf(),
                     line: first_line + line.saturating_sub(1),
                     column,
                 },
                 message,
-            }
-        })?;
+            })?;
         if value.is_null() {
             continue;
         }
@@ -202,7 +209,9 @@ fn first_line_of(message: &str) -> String {
     let first = first.strip_prefix("error: ").unwrap_or(first);
     // "line 3 column 4: what" -> "what": the location is reported separately.
     match first.split_once(": ") {
-        Some((head, rest)) if head.starts_with("line ") && head.contains(" column ") => rest.to_string(),
+        Some((head, rest)) if head.starts_with("line ") && head.contains(" column ") => {
+            rest.to_string()
+        }
         _ => first.to_string(),
     }
 }
@@ -236,7 +245,11 @@ mod tests {
         match err {
             ManifestError::Parse { location, .. } => {
                 assert_eq!(location.path, Path::new("in.yaml"));
-                assert!(location.line >= 5, "line {} should be in the second document", location.line);
+                assert!(
+                    location.line >= 5,
+                    "line {} should be in the second document",
+                    location.line
+                );
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -251,7 +264,10 @@ mod tests {
     #[test]
     fn a_repeated_key_keeps_its_last_value_like_go_yaml() {
         let docs = read("metadata:\n  labels: {a: b}\n  labels: {c: d}\n").unwrap();
-        assert_eq!(docs[0].value["metadata"]["labels"], serde_json::json!({"c": "d"}));
+        assert_eq!(
+            docs[0].value["metadata"]["labels"],
+            serde_json::json!({"c": "d"})
+        );
     }
 
     #[test]

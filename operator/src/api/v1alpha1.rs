@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The Redis versions this operator can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum RedisVersion {
     /// Redis 6.2.
     #[serde(rename = "6.2")]
@@ -13,9 +13,21 @@ pub enum RedisVersion {
     /// Redis 7.0.
     #[serde(rename = "7.0")]
     V7_0,
-    /// Redis 7.2.
+    /// Redis 7.2, the default.
+    #[default]
     #[serde(rename = "7.2")]
     V7_2,
+}
+
+impl RedisVersion {
+    /// The version as users write it (`"7.2"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RedisVersion::V6_2 => "6.2",
+            RedisVersion::V7_0 => "7.0",
+            RedisVersion::V7_2 => "7.2",
+        }
+    }
 }
 
 /// The desired state of a Redis cluster.
@@ -36,7 +48,11 @@ pub enum RedisVersion {
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Version", type_ = "string", json_path = ".spec.version"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 pub struct RedisClusterSpec {
     /// Number of Redis pods.

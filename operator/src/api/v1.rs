@@ -1,0 +1,122 @@
+//! `cache.example.com/v1`: the storage version.
+//!
+//! Compared with `v1alpha1` it renames `version` to `redisVersion` (the old field is kept,
+//! deprecated, and still honoured when `redisVersion` is unset), and adds resources,
+//! persistence, a password from a Secret, a metrics exporter sidecar, `observedGeneration` and
+//! Conditions.
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use super::v1alpha1::{Phase, RedisVersion};
+
+/// The desired state of a Redis cluster.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "cache.example.com",
+    version = "v1",
+    kind = "RedisCluster",
+    plural = "redisclusters",
+    shortname = "rc",
+    namespaced,
+    status = "RedisClusterStatus",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.readyReplicas"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Version", type_ = "string", json_path = ".spec.redisVersion"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RedisClusterSpec {
+    /// Number of Redis pods.
+    #[schemars(range(min = 1))]
+    pub replicas: i32,
+    /// Redis version to run (default 7.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_version: Option<RedisVersion>,
+    /// Deprecated: use `redisVersion`. Kept so that objects written against v1alpha1 keep
+    /// working; used only when `redisVersion` is unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<RedisVersion>,
+    /// CPU and memory for each Redis container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Persistent storage for each pod; without it data lives in an emptyDir.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistence: Option<Persistence>,
+    /// The Secret key holding the password clients must use (`requirepass`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret: Option<SecretKeyRef>,
+    /// The Prometheus exporter sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsExporter>,
+}
+
+impl RedisClusterSpec {
+    /// The Redis version to run: `redisVersion`, else the deprecated `version`, else the
+    /// default.
+    pub fn effective_version(&self) -> RedisVersion {
+        self.redis_version.or(self.version).unwrap_or_default()
+    }
+}
+
+/// Persistent storage for each Redis pod.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Persistence {
+    /// Volume size, a Kubernetes quantity such as `1Gi`.
+    pub size: String,
+    /// The StorageClass; the cluster's default when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+}
+
+/// A key in a Secret of the cluster's namespace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    pub name: String,
+    /// The key within the Secret.
+    pub key: String,
+}
+
+/// The Prometheus redis_exporter sidecar.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsExporter {
+    /// Run the exporter next to each Redis container.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The exporter image; a pinned default when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// The observed state of a Redis cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedisClusterStatus {
+    /// Pods that are ready.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Coarse lifecycle phase; details are in `conditions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Ready, Available, Progressing and Degraded, following Kubernetes conventions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,370 @@
+//! The reconcile loop: a RedisCluster (v1) becomes its children, server-side applied, and its
+//! status is written through the status subresource.
+//!
+//! Writes happen only when something changed: each child carries a hash of what was last
+//! applied, and the status is patched only when it differs. So a reconcile with nothing to do
+//! makes no API write, and converged clusters cost nothing but the periodic resync.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+
+use crate::api::v1::{RedisCluster, RedisClusterStatus};
+use crate::metrics::Metrics;
+use crate::resources;
+use crate::status::{self, Observed};
+
+/// The field manager for server-side apply.
+pub const FIELD_MANAGER: &str = "redis-operator";
+/// The finalizer that removes a cluster's PersistentVolumeClaims before it goes.
+pub const FINALIZER: &str = "cache.example.com/finalizer";
+/// Annotation on each child: a hash of what the operator last applied.
+pub const APPLIED_HASH_ANNOTATION: &str = "cache.example.com/applied-hash";
+/// How often a converged cluster is looked at again.
+pub const RESYNC: Duration = Duration::from_secs(300);
+/// How often a cluster that is still changing is looked at.
+pub const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API call failed.
+    #[error("{action}: {source}")]
+    Kube {
+        /// What was being done.
+        action: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The finalizer machinery failed.
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+impl Error {
+    /// A short label for metrics (`errors by reason`).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::Kube {
+                source: kube::Error::Api(status),
+                ..
+            } if status.code == 403 => "Forbidden",
+            Error::Kube {
+                source: kube::Error::Api(status),
+                ..
+            } if status.code == 409 => "Conflict",
+            Error::Kube {
+                source: kube::Error::Api(_),
+                ..
+            } => "ApiError",
+            Error::Kube { .. } => "ClientError",
+            Error::Finalizer(_) => "Finalizer",
+        }
+    }
+}
+
+fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Kube { action, source }
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    /// The API client.
+    pub client: kube::Client,
+    /// Metrics the operator exports.
+    pub metrics: Arc<Metrics>,
+    recorder: Recorder,
+    failures: Mutex<HashMap<ObjectRef<RedisCluster>, u32>>,
+}
+
+impl Context {
+    /// A context for `client`, publishing Events as `reporter`.
+    pub fn new(client: kube::Client, metrics: Arc<Metrics>, reporter: &str) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "redis-operator".into(),
+                instance: Some(reporter.into()),
+            },
+        );
+        Context {
+            client,
+            metrics,
+            recorder,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = context.client.clone();
+    let clusters: Api<RedisCluster> = Api::all(client.clone());
+    Controller::new(clusters, watcher::Config::default())
+        .owns(
+            Api::<StatefulSet>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<Service>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<ConfigMap>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<PodDisruptionBudget>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile failed");
+            }
+        })
+        .await;
+}
+
+/// One reconcile of one RedisCluster.
+pub async fn reconcile(cluster: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let namespace = cluster.namespace().unwrap_or_default();
+    let api: Api<RedisCluster> = Api::namespaced(ctx.client.clone(), &namespace);
+    let result = finalizer(&api, FINALIZER, cluster.clone(), |event| async {
+        match event {
+            Finalizer::Apply(cluster) => apply(&cluster, &ctx).await,
+            Finalizer::Cleanup(cluster) => cleanup(&cluster, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    });
+    ctx.metrics
+        .observe_reconcile(started.elapsed(), result.as_ref().err().map(Error::reason));
+    match &result {
+        Ok(_) => {
+            if let Ok(mut failures) = ctx.failures.lock() {
+                failures.remove(&ObjectRef::from_obj(&*cluster));
+            }
+        }
+        Err(error) => report_failure(&cluster, &ctx, error).await,
+    }
+    result
+}
+
+/// Exponential backoff per cluster: 1 s, 2 s, 4 s … capped at 5 minutes.
+pub fn error_policy(cluster: Arc<RedisCluster>, _error: &Error, ctx: Arc<Context>) -> Action {
+    let failures = ctx
+        .failures
+        .lock()
+        .map(|mut f| {
+            let n = f.entry(ObjectRef::from_obj(&*cluster)).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        })
+        .unwrap_or(1);
+    let delay = Duration::from_secs(1u64 << failures.saturating_sub(1).min(8)).min(RESYNC);
+    Action::requeue(delay)
+}
+
+async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let client = &ctx.client;
+    apply_child(client, &namespace, resources::config_map(cluster)).await?;
+    apply_child(client, &namespace, resources::headless_service(cluster)).await?;
+    apply_child(client, &namespace, resources::client_service(cluster)).await?;
+    apply_child(
+        client,
+        &namespace,
+        resources::pod_disruption_budget(cluster),
+    )
+    .await?;
+    let set = apply_child(client, &namespace, resources::stateful_set(cluster)).await?;
+
+    let observed = Observed::from_stateful_set(cluster.spec.replicas, Some(&set));
+    write_status(cluster, ctx, &observed, None).await?;
+    Ok(if observed.converged() {
+        Action::requeue(RESYNC)
+    } else {
+        Action::requeue(PROGRESS_REQUEUE)
+    })
+}
+
+/// Deletes the StatefulSet first (so no pod holds a claim), then the claims; the finalizer is
+/// removed after this returns, and the other children go with the owner.
+async fn cleanup(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let name = cluster.name_any();
+    let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &namespace);
+    match sets.delete(&name, &DeleteParams::background()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        Err(e) => return Err(kube_err("deleting the StatefulSet")(e)),
+    }
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &namespace);
+    let selector = format!("{}={name}", resources::INSTANCE_LABEL);
+    let existing = claims
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(kube_err("listing PersistentVolumeClaims"))?;
+    if !existing.items.is_empty() {
+        claims
+            .delete_collection(
+                &DeleteParams::background(),
+                &ListParams::default().labels(&selector),
+            )
+            .await
+            .map_err(kube_err("deleting PersistentVolumeClaims"))?;
+    }
+    let _ = ctx
+        .recorder
+        .publish(
+            &KubeEvent {
+                type_: EventType::Normal,
+                reason: "Deleted".into(),
+                note: Some(format!(
+                    "removed the StatefulSet and {} PersistentVolumeClaims",
+                    existing.items.len()
+                )),
+                action: "Cleanup".into(),
+                secondary: None,
+            },
+            &cluster.object_ref(&()),
+        )
+        .await;
+    Ok(Action::await_change())
+}
+
+/// Server-side applies `desired` unless the object already carries the same applied hash;
+/// returns the object as it is in the cluster.
+async fn apply_child<K>(client: &kube::Client, namespace: &str, mut desired: K) -> Result<K, Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let name = desired.meta().name.clone().unwrap_or_default();
+    let kind = K::kind(&());
+    let hash = {
+        let bytes = serde_json::to_vec(&desired).expect("objects serialize");
+        let digest = Sha256::digest(&bytes);
+        digest
+            .iter()
+            .take(12)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    if let Some(existing) = api
+        .get_opt(&name)
+        .await
+        .map_err(kube_err(format!("reading {kind} {name}")))?
+        && existing.annotations().get(APPLIED_HASH_ANNOTATION) == Some(&hash)
+    {
+        return Ok(existing);
+    }
+    desired
+        .annotations_mut()
+        .insert(APPLIED_HASH_ANNOTATION.into(), hash);
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&desired),
+    )
+    .await
+    .map_err(kube_err(format!("applying {kind} {name}")))
+}
+
+async fn write_status(
+    cluster: &RedisCluster,
+    ctx: &Context,
+    observed: &Observed,
+    error: Option<&str>,
+) -> Result<(), Error> {
+    let now = Time(
+        k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())
+            .expect("now is in range"),
+    );
+    let new = status::compute(
+        observed,
+        cluster.metadata.generation,
+        error,
+        cluster.status.as_ref(),
+        now,
+    );
+    if cluster.status.as_ref() == Some(&new) {
+        return Ok(());
+    }
+    let api: Api<RedisCluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let patch = serde_json::json!({
+        "apiVersion": "cache.example.com/v1",
+        "kind": "RedisCluster",
+        "status": new,
+    });
+    api.patch_status(
+        &cluster.name_any(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map_err(kube_err("writing status"))?;
+    Ok(())
+}
+
+/// Marks the cluster Degraded (keeping what is known of its replicas) and records an Event.
+async fn report_failure(cluster: &RedisCluster, ctx: &Context, error: &Error) {
+    let message = error.to_string();
+    let previous: Option<&RedisClusterStatus> = cluster.status.as_ref();
+    let observed = Observed {
+        desired: cluster.spec.replicas,
+        ready: previous.map(|s| s.ready_replicas).unwrap_or(0),
+        ..Default::default()
+    };
+    if let Err(status_error) = write_status(cluster, ctx, &observed, Some(&message)).await {
+        tracing::warn!(%status_error, "could not record the failure in status");
+    }
+    let _ = ctx
+        .recorder
+        .publish(
+            &KubeEvent {
+                type_: EventType::Warning,
+                reason: "ReconcileError".into(),
+                note: Some(message.chars().take(1000).collect()),
+                action: "Reconcile".into(),
+                secondary: None,
+            },
+            &cluster.object_ref(&()),
+        )
+        .await;
+}

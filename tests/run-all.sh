@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The project's test command (README; .ci/run calls it): installs what is missing, builds the
+# pinned Go programs into the cache (once), then runs every test of the workspace, the
+# end-to-end tests on the real control plane included. Nothing is skipped: a missing
+# prerequisite stops the run with a message that says what to install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+
+say() { printf '\n==> %s\n' "$*"; }
+fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+say "system packages"
+# program:debian-package
+needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux"
+missing=""
+for pair in $needed; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
+done
+if [ -n "$missing" ]; then
+  echo "installing:$missing"
+  if [ "$(id -u)" = 0 ]; then apt_get="apt-get"; elif command -v sudo >/dev/null; then apt_get="sudo apt-get"; else
+    fail "missing Debian packages:$missing (install them, e.g. apt-get install$missing)"
+  fi
+  DEBIAN_FRONTEND=noninteractive $apt_get update -qq || fail "apt-get update failed; install by hand:$missing"
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq $missing >/dev/null || fail "apt-get install failed:$missing"
+fi
+command -v cargo >/dev/null || fail "cargo is missing: install Rust (1.89 or newer) with rustup"
+
+say "Go programs (etcd, Kubernetes, kwok, OLM, opm, operator-sdk) into the cache"
+tests/assets/build-go-assets.sh
+
+say "format and lints"
+cargo fmt --all -- --check || fail "cargo fmt --all would change files: run it and commit"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+say "tests (unit, integration, end-to-end on the real control plane)"
+cargo test --workspace --locked --no-fail-fast
+
+say "all tests passed in $((SECONDS - start))s"
