@@ -176,7 +176,7 @@ build_operator_sdk() {
   # projects and plays no part in `bundle validate`, the only command the tests use.
   WRAPPER_REPLACES="github.com/operator-framework/ansible-operator-plugins => github.com/operator-framework/ansible-operator-plugins v1.42.2" \
   wrapper_build github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION" containers_image_openpgp \
-    "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" \
+    "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=$OPERATOR_SDK_VERSION -X github.com/operator-framework/operator-sdk/internal/version.KubernetesVersion=$K8S_VERSION" \
     "$out" github.com/operator-framework/operator-sdk/cmd/operator-sdk
 }
 

@@ -5,6 +5,10 @@
 //! persistence, a password from a Secret, a metrics exporter sidecar, `observedGeneration` and
 //! Conditions.
 
+// kube's `printcolumn(...)` attributes repeat `type_ = "string"`, which clippy takes for a
+// duplicated attribute.
+#![allow(clippy::duplicated_attributes)]
+
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;

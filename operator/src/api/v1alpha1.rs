@@ -1,5 +1,9 @@
 //! `cache.example.com/v1alpha1`: the first version, exactly as users first wrote it.
 
+// kube's `printcolumn(...)` attributes repeat `type_ = "string"`, which clippy takes for a
+// duplicated attribute.
+#![allow(clippy::duplicated_attributes)]
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
