@@ -123,7 +123,16 @@ pub async fn run(
 ) {
     let client = context.client.clone();
     let clusters: Api<RedisCluster> = Api::all(client.clone());
-    Controller::new(clusters, watcher::Config::default())
+    let controller = Controller::new(clusters, watcher::Config::default());
+    let store = controller.store();
+    let metrics = context.metrics.clone();
+    let gauge = tokio::spawn(async move {
+        loop {
+            metrics.set_managed_clusters(store.state().len() as u64);
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    });
+    controller
         .owns(
             Api::<StatefulSet>::all(client.clone()),
             watcher::Config::default(),
@@ -148,6 +157,7 @@ pub async fn run(
             }
         })
         .await;
+    gauge.abort();
 }
 
 /// One reconcile of one RedisCluster.

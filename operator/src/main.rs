@@ -1,13 +1,12 @@
 //! `redis-operator`: runs the controller, or prints the manifests that deploy it.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use redis_operator::api_writes::ApiWriteCounter;
-use redis_operator::controller::{self, Context};
 use redis_operator::manifests::{self, Target};
-use redis_operator::metrics::Metrics;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use redis_operator::run::{RunOptions, run};
 
 #[derive(Parser)]
 #[command(
@@ -32,12 +31,36 @@ enum Command {
         #[arg(long, default_value = manifests::DEFAULT_IMAGE)]
         image: String,
     },
-    /// Run the controller (kubeconfig from KUBECONFIG / ~/.kube/config, or in-cluster).
-    Run {
-        /// Address for /metrics, /healthz and /readyz.
-        #[arg(long, default_value = "0.0.0.0:8080")]
-        metrics_address: String,
-    },
+    /// Run the operator (kubeconfig from KUBECONFIG / ~/.kube/config, or in-cluster).
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Address for /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_address: SocketAddr,
+    /// Address for the conversion webhook (HTTPS).
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    webhook_address: SocketAddr,
+    /// Webhook serving certificate (PEM); with --tls-key-file.
+    #[arg(long, requires = "tls_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// Webhook serving key (PEM); with --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_key_file: Option<PathBuf>,
+    /// Extra names (DNS or IP) for the self-signed webhook certificate.
+    #[arg(long, value_delimiter = ',')]
+    webhook_name: Vec<String>,
+    /// Namespace of the leader-election Lease (default: $POD_NAMESPACE, else "default").
+    #[arg(long)]
+    lease_namespace: Option<String>,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "redis-operator-leader")]
+    lease_name: String,
+    /// Seconds a leader's Lease lasts without renewal.
+    #[arg(long, default_value_t = 15)]
+    lease_duration_seconds: u64,
 }
 
 #[tokio::main]
@@ -47,68 +70,54 @@ async fn main() -> anyhow::Result<()> {
         Command::Manifests { namespace, image } => {
             print!("{}", manifests::objects_yaml(&Target { namespace, image })?)
         }
-        Command::Run { metrics_address } => run(&metrics_address).await?,
-    }
-    Ok(())
-}
-
-async fn run(metrics_address: &str) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    let writes = ApiWriteCounter::default();
-    let client = writes.client(kube::Config::infer().await?)?;
-    let metrics = Arc::new(Metrics::new(writes));
-    let pod = std::env::var("POD_NAME").unwrap_or_else(|_| "redis-operator".into());
-    let context = Arc::new(Context::new(client, metrics.clone(), &pod));
-
-    let listener = tokio::net::TcpListener::bind(metrics_address).await?;
-    tracing::info!(
-        address = metrics_address,
-        "serving /metrics, /healthz, /readyz"
-    );
-    tokio::spawn(serve_http(listener, metrics));
-
-    let shutdown = async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
-        tokio::select! {
-            _ = term.recv() => {},
-            _ = tokio::signal::ctrl_c() => {},
+        Command::Run(args) => {
+            tracing_subscriber::fmt()
+                .json()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "info".into()),
+                )
+                .init();
+            let namespace = args
+                .lease_namespace
+                .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                .unwrap_or_else(|| "default".into());
+            let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+                format!("{}-{}", host.trim(), std::process::id())
+            });
+            let mut names = vec![
+                format!("{}.{namespace}.svc", manifests::WEBHOOK_SERVICE),
+                format!(
+                    "{}.{namespace}.svc.cluster.local",
+                    manifests::WEBHOOK_SERVICE
+                ),
+                "localhost".to_string(),
+                "127.0.0.1".to_string(),
+            ];
+            names.extend(args.webhook_name);
+            let options = RunOptions {
+                metrics_address: args.metrics_address,
+                webhook_address: args.webhook_address,
+                tls_files: args.tls_cert_file.zip(args.tls_key_file),
+                webhook_names: names,
+                lease_namespace: namespace,
+                lease_name: args.lease_name,
+                identity,
+                lease_duration: Duration::from_secs(args.lease_duration_seconds),
+            };
+            run(options, shutdown_signal()).await?;
         }
-        tracing::info!("shutting down");
-    };
-    controller::run(context, shutdown).await;
+    }
     Ok(())
 }
 
-/// A deliberately small HTTP/1 responder: three GET paths, no keep-alive.
-async fn serve_http(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
-    loop {
-        let Ok((mut stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let mut buffer = [0u8; 2048];
-            let Ok(n) = stream.read(&mut buffer).await else {
-                return;
-            };
-            let request = String::from_utf8_lossy(&buffer[..n]);
-            let path = request.split_whitespace().nth(1).unwrap_or("/");
-            let (status, body) = match path {
-                "/metrics" => ("200 OK", metrics.render()),
-                "/healthz" | "/readyz" => ("200 OK", "ok\n".to_string()),
-                _ => ("404 Not Found", "not found\n".to_string()),
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-        });
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install a SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
     }
+    tracing::info!("signal received, shutting down");
 }

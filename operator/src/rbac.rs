@@ -46,11 +46,18 @@ const CLUSTER_RULES: &[(&str, &[&str], &[&str])] = &[
     ("events.k8s.io", &["events"], &["create", "patch"]),
 ];
 
+/// The operator may read and patch its own CRD only (to set the conversion webhook's CA).
+const CRD_RULE: (&str, &str, &[&str]) = (
+    "apiextensions.k8s.io",
+    "customresourcedefinitions",
+    &["get", "patch"],
+);
+
 /// (API group, resources, verbs) the operator needs in its own namespace: leader election.
 const NAMESPACE_RULES: &[(&str, &[&str], &[&str])] = &[(
     "coordination.k8s.io",
     &["leases"],
-    &["get", "create", "update"],
+    &["get", "create", "patch"],
 )];
 
 fn rules(table: &[(&str, &[&str], &[&str])]) -> Vec<PolicyRule> {
@@ -67,7 +74,16 @@ fn rules(table: &[(&str, &[&str], &[&str])]) -> Vec<PolicyRule> {
 
 /// Rules for the operator's ClusterRole.
 pub fn cluster_rules() -> Vec<PolicyRule> {
-    rules(CLUSTER_RULES)
+    let mut all = rules(CLUSTER_RULES);
+    let (group, resource, verbs) = CRD_RULE;
+    all.push(PolicyRule {
+        api_groups: Some(vec![group.into()]),
+        resources: Some(vec![resource.into()]),
+        resource_names: Some(vec![crate::crd::CRD_NAME.into()]),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        ..Default::default()
+    });
+    all
 }
 
 /// Rules for the operator's Role in its own namespace.

@@ -274,6 +274,44 @@ impl ControlPlane {
         &self.version
     }
 
+    /// A kubeconfig that authenticates as the ServiceAccount `namespace/name` (with a token
+    /// from the TokenRequest API, valid for an hour), so a program under test runs with
+    /// exactly the rights RBAC grants that account.
+    pub async fn service_account_kubeconfig(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> anyhow::Result<PathBuf> {
+        let client = self.client().await?;
+        let request = http::Request::post(format!(
+            "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+        ))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600}
+        }))?)?;
+        let answer: serde_json::Value = client
+            .request(request)
+            .await
+            .context("requesting a ServiceAccount token")?;
+        let token = answer["status"]["token"]
+            .as_str()
+            .context("TokenRequest returned no token")?;
+        let ca_pem = std::fs::read_to_string(self.root().join("ca.crt"))?;
+        let path = self.root().join(format!("kubeconfig-{namespace}-{name}"));
+        std::fs::write(&path, kubeconfig_yaml(&self.server, &ca_pem, token))?;
+        Ok(path)
+    }
+
+    /// The control plane's folder (certificates, kubeconfigs, logs).
+    pub fn root(&self) -> &Path {
+        self.kubeconfig
+            .parent()
+            .expect("the kubeconfig is inside the folder")
+    }
+
     /// The processes, oldest first (etcd, kube-apiserver, …).
     pub fn processes(&self) -> &[ManagedProcess] {
         &self.processes
@@ -400,14 +438,8 @@ async fn readyz(client: &kube::Client) -> anyhow::Result<bool> {
 
 /// A plain-HTTP GET on loopback that succeeds on a 2xx answer.
 async fn http_get_ok(port: u16, path: &str) -> anyhow::Result<bool> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
-        .await?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await?;
-    Ok(answer.starts_with("HTTP/1.1 2") || answer.starts_with("HTTP/1.0 2"))
+    let (status, _) = crate::http_get(port, path).await?;
+    Ok((200..300).contains(&status))
 }
 
 fn random_token() -> anyhow::Result<String> {

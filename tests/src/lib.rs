@@ -46,3 +46,29 @@ pub fn require_isolated_network() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A plain HTTP/1.0 GET on `127.0.0.1:port`: the status code and the body.
+pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> anyhow::Result<u16> {
+    ports::free_port()
+}

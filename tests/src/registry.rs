@@ -86,7 +86,7 @@ impl OciRegistry {
         };
         process
             .wait_ready(Duration::from_secs(20), || async move {
-                Ok(http_status(port, "/v2/").await? == expected)
+                Ok(crate::http_get(port, "/v2/").await?.0.to_string() == expected)
             })
             .await?;
         Ok(OciRegistry {
@@ -111,19 +111,4 @@ impl OciRegistry {
     pub fn process(&self) -> &ManagedProcess {
         &self.process
     }
-}
-
-async fn http_status(port: u16, path: &str) -> anyhow::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
-        .await?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await?;
-    Ok(answer
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_string())
 }

@@ -1,0 +1,152 @@
+//! The CRD's two versions through the operator's real conversion webhook, and the apiserver
+//! enforcing the generated schemas.
+
+mod support;
+
+use std::time::Duration;
+
+use e2e::ControlPlane;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use redis_operator::api::conversion::V1_FIELDS_ANNOTATION;
+use redis_operator::api::{v1, v1alpha1};
+use support::{Operator, create_namespace, install, wait_for_ca_bundle};
+
+fn dynamic(client: &kube::Client, ns: &str, version: &str) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cache.example.com", version, "RedisCluster"),
+        "redisclusters",
+    );
+    Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+#[tokio::test]
+async fn versions_round_trip_through_the_webhook_and_schemas_are_enforced() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared().await?;
+    let admin = plane.client().await?;
+    let webhook_port = e2e::free_port()?;
+    install(&plane, webhook_port).await?;
+    let operator = Operator::start(&plane, "conversion-0", webhook_port).await?;
+    wait_for_ca_bundle(&admin).await?;
+    create_namespace(&admin, "redis-conversion").await?;
+
+    // The v1alpha1 sample, written as the user first wrote it, reads back as v1.
+    let old_api: Api<v1alpha1::RedisCluster> = Api::namespaced(admin.clone(), "redis-conversion");
+    let new_api: Api<v1::RedisCluster> = Api::namespaced(admin.clone(), "redis-conversion");
+    let sample: v1alpha1::RedisCluster = serde_saphyr::from_str(include_str!(
+        "../config/samples/cache_v1alpha1_rediscluster.yaml"
+    ))?;
+    // The apiserver may try the webhook before its CA reaches every watch cache: retry briefly.
+    support::eventually(
+        Duration::from_secs(20),
+        "the v1alpha1 sample to be accepted",
+        || async { Ok(old_api.create(&PostParams::default(), &sample).await.ok()) },
+    )
+    .await?;
+    let as_v1 = new_api.get("my-redis").await?;
+    assert_eq!(as_v1.spec.replicas, 3);
+    assert_eq!(as_v1.spec.redis_version, Some(v1::RedisVersion::V7_2));
+    assert_eq!(as_v1.spec.version, None);
+
+    // A v1 object with fields v1alpha1 lacks: read as v1alpha1 they ride in an annotation,
+    // and read as v1 again nothing is lost.
+    let full: v1::RedisCluster = serde_json::from_value(serde_json::json!({
+        "apiVersion": "cache.example.com/v1",
+        "kind": "RedisCluster",
+        "metadata": {"name": "full"},
+        "spec": {
+            "replicas": 2,
+            "redisVersion": "7.0",
+            "persistence": {"size": "2Gi"},
+            "passwordSecret": {"name": "auth", "key": "password"},
+            "metrics": {"enabled": true},
+            "resources": {"requests": {"cpu": "200m"}}
+        }
+    }))?;
+    new_api.create(&PostParams::default(), &full).await?;
+    let as_old = old_api.get("full").await?;
+    assert_eq!(as_old.spec.version, Some(v1::RedisVersion::V7_0));
+    let annotations = as_old.metadata.annotations.clone().unwrap_or_default();
+    assert!(
+        annotations.contains_key(V1_FIELDS_ANNOTATION),
+        "annotations: {annotations:?}"
+    );
+    let back = new_api.get("full").await?;
+    assert_eq!(
+        serde_json::to_value(&back.spec)?,
+        serde_json::to_value(&full.spec)?
+    );
+    assert!(
+        !back
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(V1_FIELDS_ANNOTATION)
+    );
+
+    // An update through v1alpha1 keeps the v1-only fields.
+    let mut edited = as_old;
+    edited.spec.replicas = 4;
+    old_api
+        .replace("full", &PostParams::default(), &edited)
+        .await?;
+    let after = new_api.get("full").await?;
+    assert_eq!(after.spec.replicas, 4);
+    assert_eq!(
+        after.spec.persistence.map(|p| p.size),
+        Some("2Gi".to_string())
+    );
+    assert_eq!(
+        after.spec.password_secret.map(|s| s.name),
+        Some("auth".to_string())
+    );
+    operator.check_running()?;
+
+    // In the same test, as it shares the installed CRD: the apiserver enforces both schemas.
+    rejects_invalid_specs_in_both_versions(&admin).await
+}
+
+async fn rejects_invalid_specs_in_both_versions(client: &kube::Client) -> anyhow::Result<()> {
+    create_namespace(client, "redis-invalid").await?;
+    let cases = [
+        (
+            "v1alpha1",
+            serde_json::json!({"replicas": 0}),
+            "spec.replicas",
+        ),
+        (
+            "v1alpha1",
+            serde_json::json!({"replicas": 1, "version": "5.0"}),
+            "spec.version",
+        ),
+        (
+            "v1alpha1",
+            serde_json::json!({"version": "7.2"}),
+            "spec.replicas",
+        ),
+        ("v1", serde_json::json!({"replicas": 0}), "spec.replicas"),
+        (
+            "v1",
+            serde_json::json!({"replicas": 1, "redisVersion": "5.0"}),
+            "spec.redisVersion",
+        ),
+        ("v1", serde_json::json!({}), "spec.replicas"),
+    ];
+    for (index, (version, spec, field)) in cases.into_iter().enumerate() {
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": format!("cache.example.com/{version}"),
+            "kind": "RedisCluster",
+            "metadata": {"name": format!("bad-{index}")},
+            "spec": spec,
+        }))?;
+        let error = dynamic(client, "redis-invalid", version)
+            .create(&PostParams::default(), &object)
+            .await
+            .expect_err("invalid spec accepted");
+        assert!(
+            error.to_string().contains(field),
+            "{version} {spec}: expected an error about {field}, got {error}"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Running the real `redis-operator` binary on the shared control plane, the way it runs in
+//! a cluster: under its own ServiceAccount bound only to the generated roles, with its
+//! conversion webhook trusted by the apiserver.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use e2e::{ControlPlane, ManagedProcess};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::{conditions, wait::await_condition};
+use redis_operator::crd::{ConversionEndpoint, redis_cluster_crd};
+use redis_operator::manifests::{self, Target};
+
+/// The namespace the operator's ServiceAccount and Lease live in.
+pub const OPERATOR_NAMESPACE: &str = "redis-operator-system";
+
+/// Polls `check` every 200 ms until it returns `Some`, or fails after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await? {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Creates a namespace.
+pub async fn create_namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))?;
+    Api::<Namespace>::all(client.clone())
+        .patch(name, &PatchParams::apply("e2e").force(), &Patch::Apply(&ns))
+        .await?;
+    Ok(())
+}
+
+async fn apply<K>(api: Api<K>, object: &serde_json::Value) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let name = object["metadata"]["name"].as_str().context("named")?;
+    api.patch(
+        name,
+        &PatchParams::apply("e2e").force(),
+        &Patch::Apply(object),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Installs what `redis-operator manifests` prints, except the Deployment and Services (the
+/// operator runs as a local process, not a pod): the ServiceAccount and the generated RBAC,
+/// and the CRD, whose conversion webhook points at `webhook_port` on loopback. The CA is left
+/// empty: the operator writes its own at start-up.
+pub async fn install(plane: &ControlPlane, webhook_port: u16) -> anyhow::Result<()> {
+    let client = plane.client().await?;
+    create_namespace(&client, OPERATOR_NAMESPACE).await?;
+    let target = Target {
+        namespace: OPERATOR_NAMESPACE.into(),
+        ..Default::default()
+    };
+    for object in manifests::objects(&target) {
+        let ns = OPERATOR_NAMESPACE;
+        match object["kind"].as_str().unwrap_or_default() {
+            "ServiceAccount" => {
+                apply(
+                    Api::<ServiceAccount>::namespaced(client.clone(), ns),
+                    &object,
+                )
+                .await?
+            }
+            "ClusterRole" => apply(Api::<ClusterRole>::all(client.clone()), &object).await?,
+            "ClusterRoleBinding" => {
+                apply(Api::<ClusterRoleBinding>::all(client.clone()), &object).await?
+            }
+            "Role" => apply(Api::<Role>::namespaced(client.clone(), ns), &object).await?,
+            "RoleBinding" => {
+                apply(Api::<RoleBinding>::namespaced(client.clone(), ns), &object).await?
+            }
+            _ => {}
+        }
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = redis_cluster_crd(
+        &ConversionEndpoint::Url(format!("https://127.0.0.1:{webhook_port}")),
+        None,
+    );
+    let name = crd.metadata.name.clone().context("named")?;
+    crds.patch(
+        &name,
+        &PatchParams::apply("e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await?;
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await??;
+    Ok(())
+}
+
+/// One running `redis-operator run` process.
+pub struct Operator {
+    /// The process (killed on drop).
+    pub process: ManagedProcess,
+    /// Its `/metrics` port.
+    pub metrics_port: u16,
+    /// Its Lease identity.
+    pub identity: String,
+}
+
+impl Operator {
+    /// Starts the operator binary as the operator's ServiceAccount, serving its webhook on
+    /// `webhook_port`, and waits until `/readyz` answers.
+    pub async fn start(
+        plane: &ControlPlane,
+        identity: &str,
+        webhook_port: u16,
+    ) -> anyhow::Result<Operator> {
+        let kubeconfig = plane
+            .service_account_kubeconfig(OPERATOR_NAMESPACE, manifests::NAME)
+            .await?;
+        let metrics_port = e2e::free_port()?;
+        let log: PathBuf = plane
+            .root()
+            .join("logs")
+            .join(format!("redis-operator-{identity}.log"));
+        let process = ManagedProcess::spawn(
+            &format!("redis-operator ({identity})"),
+            std::path::Path::new(env!("CARGO_BIN_EXE_redis-operator")),
+            &[
+                "run".into(),
+                format!("--metrics-address=127.0.0.1:{metrics_port}"),
+                format!("--webhook-address=127.0.0.1:{webhook_port}"),
+                format!("--lease-namespace={OPERATOR_NAMESPACE}"),
+                "--lease-duration-seconds=4".into(),
+            ],
+            &[
+                ("KUBECONFIG", kubeconfig.to_str().context("utf-8 path")?),
+                ("POD_NAME", identity),
+                ("RUST_LOG", "info,redis_operator=debug"),
+            ],
+            &log,
+        )?;
+        process
+            .wait_ready(Duration::from_secs(30), || async move {
+                Ok(e2e::http_get(metrics_port, "/readyz")
+                    .await
+                    .map(|(s, _)| s == 200)
+                    .unwrap_or(false))
+            })
+            .await?;
+        Ok(Operator {
+            process,
+            metrics_port,
+            identity: identity.to_string(),
+        })
+    }
+
+    /// A metric's value from `/metrics` (0 when absent).
+    pub async fn metric(&self, name: &str) -> anyhow::Result<f64> {
+        let (_, body) = e2e::http_get(self.metrics_port, "/metrics").await?;
+        Ok(body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0))
+    }
+
+    /// Fails with the operator's log if it is no longer running.
+    pub fn check_running(&self) -> anyhow::Result<()> {
+        self.process.check_running()
+    }
+}
+
+/// Waits until the CRD's conversion webhook has a CA (written by the operator).
+pub async fn wait_for_ca_bundle(client: &kube::Client) -> anyhow::Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    eventually(
+        Duration::from_secs(30),
+        "the operator to write the webhook CA into the CRD",
+        || async {
+            let crd = crds.get(redis_operator::crd::CRD_NAME).await?;
+            let has_ca = crd
+                .spec
+                .conversion
+                .and_then(|c| c.webhook)
+                .and_then(|w| w.client_config)
+                .and_then(|c| c.ca_bundle)
+                .is_some_and(|b| !b.0.is_empty());
+            Ok(has_ca.then_some(()))
+        },
+    )
+    .await
+}
