@@ -91,6 +91,11 @@ impl ManagedProcess {
         &self.name
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().map(|c| c.id()).unwrap_or(0)
+    }
+
     /// Where its output goes.
     pub fn log_path(&self) -> &Path {
         &self.log
@@ -148,6 +153,14 @@ impl ManagedProcess {
                 );
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Kills the program at once (SIGKILL), as a crash or an OOM kill would.
+    pub fn kill(&self) {
+        if let Ok(mut child) = self.child.lock() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 
