@@ -164,6 +164,29 @@ impl ManagedProcess {
         }
     }
 
+    /// Sends SIGTERM and waits up to `timeout` for the program to exit; `None` if it did not
+    /// (it is then killed).
+    pub fn terminate(&self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.lock().ok()?;
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
     /// Stops the program: SIGTERM, then SIGKILL after `grace`.
     pub fn stop(&self, grace: Duration) {
         let Ok(mut child) = self.child.lock() else {
