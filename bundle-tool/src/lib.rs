@@ -5,5 +5,8 @@
 //!
 //! - [`manifest`]: reading streams of Kubernetes objects (YAML or JSON) with the file and line
 //!   each one came from, so that every later error can point at its source.
+//! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
+//!   (CSV folding) and writing it atomically.
 
+pub mod bundle;
 pub mod manifest;

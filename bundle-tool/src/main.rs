@@ -1,9 +1,11 @@
 //! The `bundle-tool` command line: parses arguments, calls the library, prints, sets the exit code.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
+use bundle_tool::bundle::{self, GenerateConfig};
 use bundle_tool::manifest::{self, KubeObject};
 use clap::{Parser, Subcommand};
 
@@ -19,6 +21,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate a registry+v1 bundle (CSV, CRDs, RBAC, annotations.yaml, bundle.Dockerfile)
+    /// from an operator's manifests and a config file.
+    Generate(GenerateArgs),
     /// List the Kubernetes objects in files or folders of YAML/JSON manifests, with the
     /// file and line each starts on. `-` reads standard input.
     Objects {
@@ -26,6 +31,37 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+}
+
+#[derive(clap::Args)]
+struct GenerateArgs {
+    /// The config file (package, version, channels, CSV metadata).
+    #[arg(long, default_value = "bundle-tool.yaml")]
+    config: PathBuf,
+    /// The manifests: a file, a folder, or `-` for standard input (overrides the config).
+    #[arg(long)]
+    manifests: Option<PathBuf>,
+    /// Where to write the bundle (overrides the config; default `bundle`).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// The operator version (overrides the config).
+    #[arg(long)]
+    version: Option<String>,
+    /// Channels, comma-separated (override the config).
+    #[arg(long, value_delimiter = ',')]
+    channels: Option<Vec<String>>,
+    /// The default channel (overrides the config).
+    #[arg(long)]
+    default_channel: Option<String>,
+    /// `spec.replaces` (overrides the config).
+    #[arg(long)]
+    replaces: Option<String>,
+    /// The `olm.skipRange` annotation (overrides the config).
+    #[arg(long)]
+    skip_range: Option<String>,
+    /// Check that the bundle on disk is what would be generated, write nothing; exit 1 if not.
+    #[arg(long)]
+    check: bool,
 }
 
 fn main() -> ExitCode {
@@ -48,8 +84,118 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Generate(args) => generate(args),
         Command::Objects { paths } => list_objects(&paths),
     }
+}
+
+fn read_objects(path: &Path) -> anyhow::Result<Vec<KubeObject>> {
+    let documents = if path.as_os_str() == "-" {
+        let text = std::io::read_to_string(std::io::stdin())?;
+        manifest::read_stream(path, &text)?
+    } else {
+        manifest::read_path(path)?
+    };
+    documents
+        .into_iter()
+        .map(|d| {
+            let location = d.location.clone();
+            KubeObject::from_document(d)
+                .map_err(|why| anyhow::anyhow!("{location}: not a Kubernetes object: {why}"))
+        })
+        .collect()
+}
+
+/// `createdAt`: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+fn created_at() -> anyhow::Result<String> {
+    let timestamp = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(epoch) => {
+            let seconds: i64 = epoch
+                .trim()
+                .parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH={epoch:?} is not a number"))?;
+            jiff::Timestamp::from_second(seconds)?
+        }
+        Err(_) => jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())?,
+    };
+    Ok(timestamp.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
+fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
+    let mut config = GenerateConfig::load(&args.config)?;
+    if let Some(version) = args.version {
+        config.version = version;
+    }
+    if let Some(channels) = args.channels {
+        config.channels = channels;
+    }
+    if args.default_channel.is_some() {
+        config.default_channel = args.default_channel;
+    }
+    if args.replaces.is_some() {
+        config.replaces = args.replaces;
+    }
+    if args.skip_range.is_some() {
+        config.skip_range = args.skip_range;
+    }
+    let manifests_path = args
+        .manifests
+        .or_else(|| config.manifests.clone())
+        .context("no manifests: give --manifests or `manifests:` in the config")?;
+    let objects = read_objects(&manifests_path)?;
+    let samples = match &config.samples {
+        Some(path) => read_objects(path)?,
+        None => Vec::new(),
+    };
+    let icon = match &config.csv.icon {
+        Some(path) => {
+            let data = std::fs::read(path)
+                .with_context(|| format!("reading the icon {}", path.display()))?;
+            let media_type = match path.extension().and_then(|e| e.to_str()) {
+                Some("svg") => "image/svg+xml",
+                Some("png") => "image/png",
+                Some("jpg") | Some("jpeg") => "image/jpeg",
+                Some("gif") => "image/gif",
+                _ => anyhow::bail!(
+                    "{}: the icon must be .svg, .png, .jpg or .gif",
+                    path.display()
+                ),
+            };
+            Some((
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data),
+                media_type.to_string(),
+            ))
+        }
+        None => None,
+    };
+    let generated = bundle::generate(&config, &objects, &samples, icon, &created_at()?)?;
+    for warning in &generated.warnings {
+        eprintln!("warning: {}", warning.0);
+    }
+    let output = args
+        .output
+        .or(config.output.clone())
+        .unwrap_or_else(|| PathBuf::from("bundle"));
+    if args.check {
+        let differences = bundle::write::compare(&generated, &output)?;
+        if differences.is_empty() {
+            println!("{} is up to date", output.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        for difference in differences {
+            eprintln!("out of date: {difference}");
+        }
+        eprintln!("run `bundle-tool generate` and commit the result");
+        return Ok(ExitCode::FAILURE);
+    }
+    let dockerfile = bundle::write::write_bundle(&generated, &output)?;
+    println!(
+        "wrote {} ({} files) and {}",
+        output.display(),
+        generated.files.len(),
+        dockerfile.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list_objects(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {

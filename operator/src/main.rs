@@ -30,6 +30,9 @@ enum Command {
         /// The operator image.
         #[arg(long, default_value = manifests::DEFAULT_IMAGE)]
         image: String,
+        /// For an OLM bundle: leave out the right to write the CRD's webhook CA (OLM does it).
+        #[arg(long)]
+        olm: bool,
     },
     /// Run the operator (kubeconfig from KUBECONFIG / ~/.kube/config, or in-cluster).
     Run(RunArgs),
@@ -67,8 +70,19 @@ struct RunArgs {
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Crd => print!("{}", manifests::crd_yaml()?),
-        Command::Manifests { namespace, image } => {
-            print!("{}", manifests::objects_yaml(&Target { namespace, image })?)
+        Command::Manifests {
+            namespace,
+            image,
+            olm,
+        } => {
+            print!(
+                "{}",
+                manifests::objects_yaml(&Target {
+                    namespace,
+                    image,
+                    olm
+                })?
+            )
         }
         Command::Run(args) => {
             tracing_subscriber::fmt()

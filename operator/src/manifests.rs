@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
+use crate::api::RedisVersion;
 use crate::crd::{ConversionEndpoint, redis_cluster_crd, to_yaml};
-use crate::rbac;
+use crate::{rbac, resources};
 
 /// The operator's name, used for its ServiceAccount, roles, Deployment and Services.
 pub const NAME: &str = "redis-operator";
@@ -27,6 +28,9 @@ pub struct Target {
     pub namespace: String,
     /// The operator image.
     pub image: String,
+    /// For an OLM bundle: OLM provides the webhook certificate and writes the CRD's CA, so the
+    /// operator gets no right on CRDs.
+    pub olm: bool,
 }
 
 impl Default for Target {
@@ -34,6 +38,7 @@ impl Default for Target {
         Target {
             namespace: DEFAULT_NAMESPACE.into(),
             image: DEFAULT_IMAGE.into(),
+            olm: false,
         }
     }
 }
@@ -64,7 +69,7 @@ pub fn objects(target: &Target) -> Vec<Value> {
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "namespace": ns}}),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": NAME}, "rules": rbac::cluster_rules(),
+            "metadata": {"name": NAME}, "rules": rbac::cluster_rules(!target.olm),
         }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -97,10 +102,7 @@ pub fn objects(target: &Target) -> Vec<Value> {
                             "name": "operator",
                             "image": target.image,
                             "args": ["run"],
-                            "env": [
-                                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                                {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-                            ],
+                            "env": env(),
                             "ports": [
                                 {"name": "metrics", "containerPort": METRICS_PORT},
                                 {"name": "webhook", "containerPort": WEBHOOK_PORT},
@@ -128,6 +130,20 @@ pub fn objects(target: &Target) -> Vec<Value> {
             "spec": {"selector": labels, "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook"}]},
         }),
     ]
+}
+
+/// The operator container's environment: its own identity, and the operand images (so a
+/// mirror can replace them, and the CSV lists them in `relatedImages`).
+fn env() -> Vec<Value> {
+    let mut env = vec![
+        json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+        json!({"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}),
+    ];
+    for version in [RedisVersion::V6_2, RedisVersion::V7_0, RedisVersion::V7_2] {
+        env.push(json!({"name": resources::redis_image_variable(version), "value": resources::default_redis_image(version)}));
+    }
+    env.push(json!({"name": resources::EXPORTER_IMAGE_VARIABLE, "value": resources::DEFAULT_EXPORTER_IMAGE}));
+    env
 }
 
 /// Every object as one YAML stream.
@@ -164,6 +180,22 @@ mod tests {
         ] {
             assert!(kinds.iter().any(|k| k == kind), "missing {kind}");
         }
+    }
+
+    /// `bundle-tool.yaml` packages `operator/config/manifests.yaml`: it must be what
+    /// `redis-operator manifests --olm` prints now.
+    #[test]
+    fn the_committed_olm_manifests_are_current() {
+        let committed = include_str!("../config/manifests.yaml");
+        let current = objects_yaml(&Target {
+            olm: true,
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(
+            committed == current,
+            "operator/config/manifests.yaml is out of date: run `cargo run -q -p redis-operator -- manifests --olm > operator/config/manifests.yaml`"
+        );
     }
 
     #[test]

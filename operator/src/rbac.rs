@@ -72,9 +72,14 @@ fn rules(table: &[(&str, &[&str], &[&str])]) -> Vec<PolicyRule> {
         .collect()
 }
 
-/// Rules for the operator's ClusterRole.
-pub fn cluster_rules() -> Vec<PolicyRule> {
+/// Rules for the operator's ClusterRole. `manages_webhook_ca`: the operator writes its own
+/// webhook CA into its CRD (a plain install); under OLM, OLM does that, and the operator
+/// needs no right on CRDs at all.
+pub fn cluster_rules(manages_webhook_ca: bool) -> Vec<PolicyRule> {
     let mut all = rules(CLUSTER_RULES);
+    if !manages_webhook_ca {
+        return all;
+    }
     let (group, resource, verbs) = CRD_RULE;
     all.push(PolicyRule {
         api_groups: Some(vec![group.into()]),
@@ -96,8 +101,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn under_olm_there_is_no_right_on_crds() {
+        let olm = cluster_rules(false);
+        assert!(olm.iter().all(|r| r.api_groups.as_deref() != Some(&["apiextensions.k8s.io".to_string()][..])));
+        let plain = cluster_rules(true);
+        let crd_rule = plain
+            .iter()
+            .find(|r| {
+                r.resources.as_deref() == Some(&["customresourcedefinitions".to_string()][..])
+            })
+            .unwrap();
+        assert_eq!(
+            crd_rule.resource_names.as_deref(),
+            Some(&[crate::crd::CRD_NAME.to_string()][..])
+        );
+    }
+
+    #[test]
     fn no_wildcards_anywhere() {
-        for rule in cluster_rules().into_iter().chain(namespace_rules()) {
+        for rule in cluster_rules(true).into_iter().chain(namespace_rules()) {
             let all = rule
                 .verbs
                 .iter()

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::api::v1::RedisCluster;
+use crate::api::v1::{RedisCluster, RedisVersion};
 
 /// Redis's client port.
 pub const REDIS_PORT: i32 = 6379;
@@ -39,12 +39,25 @@ fn labels(cluster_name: &str) -> BTreeMap<String, String> {
     labels
 }
 
-/// The Redis image for a cluster.
+/// The environment variable that overrides the image for a Redis version (for mirrored,
+/// disconnected installs; OLM lists these images in the CSV's `relatedImages`).
+pub fn redis_image_variable(version: RedisVersion) -> String {
+    format!("RELATED_IMAGE_REDIS_{}", version.as_str().replace('.', "_"))
+}
+
+/// The environment variable that overrides the exporter image.
+pub const EXPORTER_IMAGE_VARIABLE: &str = "RELATED_IMAGE_REDIS_EXPORTER";
+
+/// The default image of a Redis version.
+pub fn default_redis_image(version: RedisVersion) -> String {
+    format!("docker.io/library/redis:{}", version.as_str())
+}
+
+/// The Redis image for a cluster: the operator's `RELATED_IMAGE_REDIS_<version>` if set,
+/// else the default.
 pub fn redis_image(cluster: &RedisCluster) -> String {
-    format!(
-        "docker.io/library/redis:{}",
-        cluster.spec.effective_version().as_str()
-    )
+    let version = cluster.spec.effective_version();
+    std::env::var(redis_image_variable(version)).unwrap_or_else(|_| default_redis_image(version))
 }
 
 /// The headless Service's name (stable pod DNS names).
@@ -182,6 +195,7 @@ pub fn stateful_set(cluster: &RedisCluster) -> StatefulSet {
             .metrics
             .as_ref()
             .and_then(|m| m.image.clone())
+            .or_else(|| std::env::var(EXPORTER_IMAGE_VARIABLE).ok())
             .unwrap_or_else(|| DEFAULT_EXPORTER_IMAGE.into());
         containers.push(json!({
             "name": "metrics",

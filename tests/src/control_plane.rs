@@ -417,7 +417,10 @@ async fn create_storage_class(client: &kube::Client) -> anyhow::Result<()> {
 }
 
 fn kubeconfig_yaml(server: &str, ca_pem: &str, token: &str) -> String {
-    let ca_data = base64(ca_pem.as_bytes());
+    let ca_data = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        ca_pem.as_bytes(),
+    );
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca_data}\nusers:\n- name: {ADMIN_TOKEN_USER}\n  user:\n    token: {token}\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: {ADMIN_TOKEN_USER}\n    namespace: default\ncurrent-context: e2e\n"
     )
@@ -448,39 +451,4 @@ fn random_token() -> anyhow::Result<String> {
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
         .context("reading /dev/urandom")?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::base64;
-
-    #[test]
-    fn base64_matches_the_standard_alphabet_and_padding() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-    }
 }

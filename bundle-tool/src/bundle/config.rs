@@ -1,0 +1,157 @@
+//! The bundle generator's configuration: what cannot be derived from the manifests.
+//!
+//! Read from a YAML file (`bundle-tool.yaml` at a project's root); paths in it are relative to
+//! the file's folder.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Everything `bundle-tool generate` needs besides the manifests themselves.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GenerateConfig {
+    /// The OLM package name; the CSV is named `<package>.v<version>`.
+    pub package: String,
+    /// The operator version (strict semver).
+    pub version: String,
+    /// The manifests to package: a file of YAML documents or a folder of them.
+    #[serde(default)]
+    pub manifests: Option<PathBuf>,
+    /// Folder (or file) of sample custom resources for `alm-examples`.
+    #[serde(default)]
+    pub samples: Option<PathBuf>,
+    /// Where to write the bundle (default `bundle`).
+    #[serde(default)]
+    pub output: Option<PathBuf>,
+    /// Channels the bundle joins.
+    pub channels: Vec<String>,
+    /// The package's default channel.
+    #[serde(default)]
+    pub default_channel: Option<String>,
+    /// `spec.replaces`.
+    #[serde(default)]
+    pub replaces: Option<String>,
+    /// `spec.skips`.
+    #[serde(default)]
+    pub skips: Vec<String>,
+    /// The `olm.skipRange` annotation.
+    #[serde(default)]
+    pub skip_range: Option<String>,
+    /// Extra service accounts whose RBAC folds into the CSV (beyond the Deployments').
+    #[serde(default)]
+    pub extra_service_accounts: Vec<String>,
+    /// The human-facing CSV fields.
+    pub csv: CsvMetadata,
+}
+
+/// CSV fields written as given.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CsvMetadata {
+    /// `spec.displayName`.
+    pub display_name: String,
+    /// `spec.description` (markdown).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The short `description` annotation shown on catalog tiles.
+    #[serde(default)]
+    pub short_description: Option<String>,
+    /// An icon file (SVG or PNG), embedded as base64.
+    #[serde(default)]
+    pub icon: Option<PathBuf>,
+    /// `spec.keywords`.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// `spec.maintainers`.
+    #[serde(default)]
+    pub maintainers: Vec<Value>,
+    /// `spec.provider`.
+    #[serde(default)]
+    pub provider: Option<Value>,
+    /// `spec.links`.
+    #[serde(default)]
+    pub links: Vec<Value>,
+    /// `spec.maturity`.
+    #[serde(default)]
+    pub maturity: Option<String>,
+    /// `spec.installModes` as `{Type: supported}`; all four are written.
+    #[serde(default)]
+    pub install_modes: std::collections::BTreeMap<String, bool>,
+    /// The `categories` annotation.
+    #[serde(default)]
+    pub categories: Vec<String>,
+    /// The `capabilities` annotation (one of the five level names).
+    #[serde(default)]
+    pub capabilities: Option<String>,
+    /// `spec.minKubeVersion`.
+    #[serde(default)]
+    pub min_kube_version: Option<String>,
+    /// The `repository` annotation.
+    #[serde(default)]
+    pub repository: Option<String>,
+    /// The `support` annotation.
+    #[serde(default)]
+    pub support: Option<String>,
+    /// Extra CSV annotations.
+    #[serde(default)]
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// Why a config could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+    /// The file is not a valid config.
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl GenerateConfig {
+    /// Reads a config file; relative paths in it are resolved against its folder.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
+            path: path.into(),
+            error,
+        })?;
+        let mut config: GenerateConfig = serde_saphyr::from_str(&text).map_err(|e| {
+            let location = e.location();
+            ConfigError::Invalid {
+                path: path.into(),
+                line: location.as_ref().map(|l| l.line()).unwrap_or(1),
+                column: location.as_ref().map(|l| l.column()).unwrap_or(1),
+                message: e.to_string().lines().next().unwrap_or_default().to_string(),
+            }
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let resolve = |p: &mut Option<PathBuf>| {
+            if let Some(inner) = p.as_mut()
+                && inner.is_relative()
+            {
+                *inner = base.join(&*inner);
+            }
+        };
+        resolve(&mut config.manifests);
+        resolve(&mut config.samples);
+        resolve(&mut config.output);
+        resolve(&mut config.csv.icon);
+        Ok(config)
+    }
+}

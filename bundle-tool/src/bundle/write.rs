@@ -1,0 +1,175 @@
+//! Writing a bundle so that an interrupted run leaves the previous bundle whole: everything
+//! goes to a temporary folder beside the target, which then replaces the target by rename.
+
+use std::path::{Path, PathBuf};
+
+use super::GeneratedBundle;
+
+/// Writes `bundle` to `dir` (replacing it) and `bundle.Dockerfile` beside it.
+/// Returns the Dockerfile's path.
+pub fn write_bundle(bundle: &GeneratedBundle, dir: &Path) -> std::io::Result<PathBuf> {
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.new-"))
+        .tempdir_in(parent)?;
+    for (relative, content) in &bundle.files {
+        let path = staging.path().join(relative);
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder)?;
+        }
+        std::fs::write(&path, content)?;
+    }
+    replace_dir(staging.keep(), dir)?;
+
+    let dockerfile = parent.join("bundle.Dockerfile");
+    write_file_atomically(&dockerfile, bundle.annotations.dockerfile(&name).as_bytes())?;
+    Ok(dockerfile)
+}
+
+/// Moves `staged` to `target`, with the old `target` out of the way first; the old one is
+/// deleted only after the new one is in place.
+fn replace_dir(staged: PathBuf, target: &Path) -> std::io::Result<()> {
+    if target.exists() {
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let old = tempfile::Builder::new()
+            .prefix(".bundle.old-")
+            .tempdir_in(parent)?
+            .keep();
+        std::fs::remove_dir(&old)?;
+        std::fs::rename(target, &old)?;
+        if let Err(error) = std::fs::rename(&staged, target) {
+            // Put the old one back: never leave nothing.
+            let _ = std::fs::rename(&old, target);
+            return Err(error);
+        }
+        std::fs::remove_dir_all(&old)?;
+    } else {
+        std::fs::rename(&staged, target)?;
+    }
+    Ok(())
+}
+
+/// Writes a file through a temporary file in the same folder and a rename.
+pub fn write_file_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(parent)?;
+    std::io::Write::write_all(&mut file, content)?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// What differs between `bundle` and the bundle at `dir` (and its Dockerfile): missing,
+/// changed and extra files. `createdAt` is ignored, since it changes on every run unless
+/// `SOURCE_DATE_EPOCH` pins it.
+pub fn compare(bundle: &GeneratedBundle, dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut differences = Vec::new();
+    let without_created_at = |text: &str| {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("createdAt:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (relative, content) in &bundle.files {
+        match std::fs::read_to_string(dir.join(relative)) {
+            Ok(on_disk) if without_created_at(&on_disk) == without_created_at(content) => {}
+            Ok(_) => differences.push(format!("{} differs", dir.join(relative).display())),
+            Err(_) => differences.push(format!("{} is missing", dir.join(relative).display())),
+        }
+    }
+    for folder in ["manifests", "metadata"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(folder)) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let relative = format!("{folder}/{}", entry.file_name().to_string_lossy());
+            if !bundle.files.contains_key(&relative) {
+                differences.push(format!(
+                    "{} is not generated any more",
+                    dir.join(&relative).display()
+                ));
+            }
+        }
+    }
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    let dockerfile = parent.join("bundle.Dockerfile");
+    if std::fs::read_to_string(&dockerfile).ok().as_deref()
+        != Some(bundle.annotations.dockerfile(&name).as_str())
+    {
+        differences.push(format!("{} differs", dockerfile.display()));
+    }
+    Ok(differences)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::BundleAnnotations;
+    use std::collections::BTreeMap;
+
+    fn bundle(content: &str) -> GeneratedBundle {
+        GeneratedBundle {
+            files: BTreeMap::from([
+                ("manifests/a.yaml".to_string(), content.to_string()),
+                (
+                    "metadata/annotations.yaml".to_string(),
+                    "annotations: {}\n".to_string(),
+                ),
+            ]),
+            annotations: BundleAnnotations {
+                package: "p".into(),
+                channels: vec!["alpha".into()],
+                default_channel: None,
+            },
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn replaces_the_previous_bundle_whole() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bundle");
+        write_bundle(&bundle("one"), &dir).unwrap();
+        std::fs::write(dir.join("manifests/stale.yaml"), "old").unwrap();
+        write_bundle(&bundle("two"), &dir).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("manifests/a.yaml")).unwrap(),
+            "two"
+        );
+        assert!(
+            !dir.join("manifests/stale.yaml").exists(),
+            "files of the old bundle must not linger"
+        );
+        assert!(root.path().join("bundle.Dockerfile").is_file());
+        let leftovers: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "temporary folders left: {leftovers:?}"
+        );
+    }
+}
