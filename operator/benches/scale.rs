@@ -44,6 +44,9 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let plane = ControlPlane::start(ControlPlaneOptions { nodes: 2 }).await?;
+    if std::env::var_os("E2E_KEEP_DIR").is_some() {
+        println!("control plane folder: {}", plane.root().display());
+    }
     let admin = plane.client().await?;
     let webhook_port = e2e::free_port()?;
     install(&plane, webhook_port).await?;
@@ -124,10 +127,67 @@ async fn main() -> anyhow::Result<()> {
     let writes = operator.metric("redis_operator_api_writes_total").await?;
     let peak = rss_kib(pid, "VmHWM:");
 
-    // Idle: no reconcile should happen before the periodic resync (5 minutes).
+    // Idle: no reconcile should happen before the periodic resync (5 minutes). Count the
+    // changes other controllers make to owned objects meanwhile, to tell them apart.
+    let idle_changes = std::sync::Arc::new((
+        std::sync::atomic::AtomicU64::new(0),
+        std::sync::atomic::AtomicU64::new(0),
+    ));
+    let sets_now = Api::<StatefulSet>::namespaced(admin.clone(), "bench")
+        .list(&ListParams::default())
+        .await?;
+    let budgets: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+        Api::namespaced(admin.clone(), "bench");
+    let budgets_now = budgets.list(&ListParams::default()).await?;
+    let watch_sets = {
+        let counter = idle_changes.clone();
+        let api = Api::<StatefulSet>::namespaced(admin.clone(), "bench");
+        let version = sets_now
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            let Ok(stream) = api
+                .watch(&kube::api::WatchParams::default(), &version)
+                .await
+            else {
+                return;
+            };
+            let mut stream = Box::pin(stream);
+            while let Some(Ok(kube::api::WatchEvent::Modified(_))) = stream.next().await {
+                counter.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    let watch_budgets = {
+        let counter = idle_changes.clone();
+        let version = budgets_now
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            let Ok(stream) = budgets
+                .watch(&kube::api::WatchParams::default(), &version)
+                .await
+            else {
+                return;
+            };
+            let mut stream = Box::pin(stream);
+            while let Some(Ok(kube::api::WatchEvent::Modified(_))) = stream.next().await {
+                counter.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
     let idle_window = Duration::from_secs(20);
     tokio::time::sleep(idle_window).await;
+    watch_sets.abort();
+    watch_budgets.abort();
     let idle_reconciles = operator.metric("redis_operator_reconciles_total").await? - reconciles;
+    let idle_writes = operator.metric("redis_operator_api_writes_total").await? - writes;
     let idle_rss = rss_kib(pid, "VmRSS:");
 
     println!("clusters                         {count}");
@@ -151,6 +211,15 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "reconciles in {}s idle after     {idle_reconciles}",
         idle_window.as_secs()
+    );
+    println!(
+        "API writes in {}s idle after     {idle_writes} (leader Lease renewals; no reconcile)",
+        idle_window.as_secs()
+    );
+    println!(
+        "owned objects changed when idle  {} StatefulSets, {} PodDisruptionBudgets",
+        idle_changes.0.load(std::sync::atomic::Ordering::Relaxed),
+        idle_changes.1.load(std::sync::atomic::Ordering::Relaxed)
     );
     println!(
         "operator RSS before work         {:.1} MiB",

@@ -163,6 +163,8 @@ pub async fn run(
 /// One reconcile of one RedisCluster.
 pub async fn reconcile(cluster: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
+    // Inside kube-runtime's "reconciling object" span, which names the trigger (reason).
+    tracing::debug!(generation = cluster.metadata.generation, "reconcile");
     let namespace = cluster.namespace().unwrap_or_default();
     let api: Api<RedisCluster> = Api::namespaced(ctx.client.clone(), &namespace);
     let result = finalizer(&api, FINALIZER, cluster.clone(), |event| async {

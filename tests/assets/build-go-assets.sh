@@ -143,7 +143,10 @@ build_kwok() {
   src=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
   mkdir -p "$out/stages"
   local f
-  for f in "$src"/kustomize/stage/node/fast/*.yaml "$src"/kustomize/stage/pod/fast/*.yaml; do
+  # The set kwokctl uses: node-initialize, node heartbeat with a Lease (without it the node
+  # lifecycle controller marks nodes NotReady after ~40 s and pods flap), and the pod stages.
+  for f in "$src"/kustomize/stage/node/fast/*.yaml "$src"/kustomize/stage/node/heartbeat-with-lease/*.yaml \
+           "$src"/kustomize/stage/pod/fast/*.yaml; do
     case $(basename "$f") in kustomization.yaml) continue ;; esac
     cp "$f" "$out/stages/"
   done
@@ -182,7 +185,9 @@ build_operator_sdk() {
 
 done_or_build etcd "$ETCD_VERSION" build_etcd
 done_or_build kubernetes "$K8S_VERSION" build_kubernetes
-done_or_build kwok "$KWOK_VERSION" build_kwok
+# "+lease": the recipe changed (heartbeat stage added); a new key rebuilds the old cache entry.
+KWOK_KEY="$KWOK_VERSION+lease"
+done_or_build kwok "$KWOK_KEY" build_kwok
 done_or_build olm "$OLM_VERSION" build_olm
 done_or_build opm "$OPM_VERSION" build_opm
 done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
@@ -192,7 +197,7 @@ cat > "$ASSET_CACHE/index.env" <<INDEX
 ETCD=$ASSET_CACHE/etcd-$ETCD_VERSION
 KUBERNETES=$ASSET_CACHE/kubernetes-$K8S_VERSION
 KUBERNETES_VERSION=$K8S_VERSION
-KWOK=$ASSET_CACHE/kwok-$KWOK_VERSION
+KWOK=$ASSET_CACHE/kwok-$KWOK_KEY
 OLM=$ASSET_CACHE/olm-$OLM_VERSION
 OPM=$ASSET_CACHE/opm-$OPM_VERSION
 OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION

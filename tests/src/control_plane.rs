@@ -211,6 +211,9 @@ impl ControlPlane {
             format!("--server-address=127.0.0.1:{}", free_port()?),
             "--cidr=10.244.0.1/16".into(),
             "--node-ip=127.0.0.1".into(),
+            // kwok renews each node's Lease, as a kubelet does; with the heartbeat stage this
+            // keeps nodes (and so pods) Ready past the node monitor's grace period.
+            "--node-lease-duration-seconds=40".into(),
         ];
         for stage in assets.kwok_stages()? {
             kwok_args.push(format!("--config={}", stage.display()));

@@ -135,6 +135,9 @@ impl Operator {
             .service_account_kubeconfig(OPERATOR_NAMESPACE, manifests::NAME)
             .await?;
         let metrics_port = e2e::free_port()?;
+        // E2E_OPERATOR_LOG overrides the operator's log filter (e.g. `debug,kube_runtime=trace`).
+        let filter = std::env::var("E2E_OPERATOR_LOG")
+            .unwrap_or_else(|_| "info,redis_operator=debug".into());
         let log: PathBuf = plane
             .root()
             .join("logs")
@@ -152,7 +155,7 @@ impl Operator {
             &[
                 ("KUBECONFIG", kubeconfig.to_str().context("utf-8 path")?),
                 ("POD_NAME", identity),
-                ("RUST_LOG", "info,redis_operator=debug"),
+                ("RUST_LOG", filter.as_str()),
             ],
             &log,
         )?;
