@@ -5,8 +5,14 @@
 //!
 //! - [`manifest`]: reading streams of Kubernetes objects (YAML or JSON) with the file and line
 //!   each one came from, so that every later error can point at its source.
+//! - [`version_range`]: OLM's version range grammar (blang/semver), for `olm.skipRange`.
+//! - [`catalog`]: file-based catalogs: the format as written (`declcfg`), one validated
+//!   model with every rule of `opm validate` (`model`), and render.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
 
 pub mod bundle;
+pub mod catalog;
+pub mod image_ref;
 pub mod manifest;
+pub mod version_range;

@@ -24,6 +24,9 @@ enum Command {
     /// Generate a registry+v1 bundle (CSV, CRDs, RBAC, annotations.yaml, bundle.Dockerfile)
     /// from an operator's manifests and a config file.
     Generate(GenerateArgs),
+    /// File-based catalogs: validate and render.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
     /// List the Kubernetes objects in files or folders of YAML/JSON manifests, with the
     /// file and line each starts on. `-` reads standard input.
     Objects {
@@ -31,6 +34,30 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum CatalogCommand {
+    /// Check a catalog folder with every rule of `opm validate`; exit 1 if it is invalid.
+    Validate {
+        /// The catalog folder.
+        dir: PathBuf,
+    },
+    /// Print a catalog folder's documents the way `opm render` does.
+    Render {
+        /// Catalog folders.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value = "json")]
+        output: RenderFormat,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RenderFormat {
+    Json,
+    Yaml,
 }
 
 #[derive(clap::Args)]
@@ -85,6 +112,45 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate(args),
+        Command::Catalog(CatalogCommand::Validate { dir }) => {
+            match bundle_tool::catalog::model::validate_dir(&dir) {
+                Ok(model) => {
+                    let bundles: usize = model
+                        .packages
+                        .values()
+                        .flat_map(|p| p.channels.values())
+                        .map(|c| c.bundles.len())
+                        .sum();
+                    println!(
+                        "{}: valid ({} packages, {bundles} channel entries)",
+                        dir.display(),
+                        model.packages.len()
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(message) => {
+                    eprintln!("{message}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        Command::Catalog(CatalogCommand::Render { dirs, output }) => {
+            let mut all = bundle_tool::catalog::declcfg::DeclarativeConfig::default();
+            for dir in &dirs {
+                let config = bundle_tool::catalog::declcfg::load_dir(dir)?;
+                all.packages.extend(config.packages);
+                all.channels.extend(config.channels);
+                all.bundles.extend(config.bundles);
+                all.deprecations.extend(config.deprecations);
+                all.others.extend(config.others);
+            }
+            let text = match output {
+                RenderFormat::Json => bundle_tool::catalog::declcfg::to_json(&all),
+                RenderFormat::Yaml => bundle_tool::catalog::declcfg::to_yaml(&all),
+            };
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Objects { paths } => list_objects(&paths),
     }
 }

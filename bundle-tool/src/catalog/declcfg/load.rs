@@ -1,0 +1,274 @@
+//! Loading a catalog folder the way `opm` does: every file that `.indexignore` does not
+//! exclude, whatever its extension, as a stream of JSON or YAML documents.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::ignore::IgnoreRules;
+use super::{
+    Bundle, Channel, DeclarativeConfig, Deprecation, Meta, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
+    SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
+};
+use crate::manifest::{ManifestError, read_stream};
+
+/// Why a catalog could not be loaded: the file, the line when known, and opm's wording.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct LoadError {
+    /// The file.
+    pub path: PathBuf,
+    /// The line of the document, when known.
+    pub line: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Loads every catalog file below `root`.
+pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
+    let error = |path: &Path, message: String| LoadError {
+        path: path.to_path_buf(),
+        line: None,
+        message,
+    };
+    let metadata = std::fs::metadata(root).map_err(|e| error(root, e.to_string()))?;
+    if !metadata.is_dir() {
+        return Err(error(root, "not a directory".into()));
+    }
+    let mut rules = IgnoreRules::default();
+    collect_ignore_files(root, Path::new(""), &mut rules)?;
+    let mut files = Vec::new();
+    walk(root, Path::new(""), &rules, &mut files)?;
+    let mut config = DeclarativeConfig::default();
+    for file in files {
+        let bytes = std::fs::read(&file).map_err(|e| error(&file, e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|_| error(&file, "not UTF-8 text".into()))?;
+        load_str(&file, &text, &mut config)?;
+    }
+    Ok(config)
+}
+
+fn read_dir_sorted(dir: &Path) -> Result<Vec<std::fs::DirEntry>, LoadError> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| LoadError {
+            path: dir.to_path_buf(),
+            line: None,
+            message: e.to_string(),
+        })?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    Ok(entries)
+}
+
+fn collect_ignore_files(
+    root: &Path,
+    relative: &Path,
+    rules: &mut IgnoreRules,
+) -> Result<(), LoadError> {
+    for entry in read_dir_sorted(&root.join(relative))? {
+        let path = relative.join(entry.file_name());
+        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            collect_ignore_files(root, &path, rules)?;
+        } else if entry.file_name() == ".indexignore" {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            rules.add_file(relative, &text);
+        }
+    }
+    Ok(())
+}
+
+fn walk(
+    root: &Path,
+    relative: &Path,
+    rules: &IgnoreRules,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), LoadError> {
+    for entry in read_dir_sorted(&root.join(relative))? {
+        let path = relative.join(entry.file_name());
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if entry.file_name() == ".indexignore" || rules.is_ignored(&path, is_dir) {
+            continue;
+        }
+        if is_dir {
+            walk(root, &path, rules, out)?;
+        } else {
+            out.push(root.join(&path));
+        }
+    }
+    Ok(())
+}
+
+/// Parses one file's documents into `config`.
+pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Result<(), LoadError> {
+    for (line, document) in documents(path, text)? {
+        let error = |message: String| LoadError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        add_document(document, config).map_err(error)?;
+    }
+    Ok(())
+}
+
+/// A JSON stream (concatenated objects) when the text starts with `{`, else YAML documents.
+fn documents(path: &Path, text: &str) -> Result<Vec<(Option<u64>, Value)>, LoadError> {
+    if text.trim_start().starts_with('{') {
+        let mut out = Vec::new();
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        loop {
+            let offset = stream.byte_offset();
+            match stream.next() {
+                None => break,
+                Some(Ok(value)) => {
+                    let line = text[..offset].matches('\n').count() as u64 + 1;
+                    out.push((Some(line), value));
+                }
+                Some(Err(e)) => {
+                    return Err(LoadError {
+                        path: path.to_path_buf(),
+                        line: Some(e.line() as u64),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        return Ok(out);
+    }
+    match read_stream(path, text) {
+        Ok(documents) => Ok(documents
+            .into_iter()
+            .map(|d| (Some(d.location.line), d.value))
+            .collect()),
+        Err(ManifestError::Parse { location, message }) => Err(LoadError {
+            path: path.to_path_buf(),
+            line: Some(location.line),
+            message,
+        }),
+        Err(ManifestError::Io { path, error }) => Err(LoadError {
+            path,
+            line: None,
+            message: error.to_string(),
+        }),
+    }
+}
+
+/// Finds `schema`, `package` and `name` case-insensitively, as opm does, and makes their
+/// keys lower case.
+fn normalize_meta_keys(
+    document: &mut serde_json::Map<String, Value>,
+) -> Result<(String, String, String), String> {
+    let mut found = [String::new(), String::new(), String::new()];
+    for (slot, wanted) in ["schema", "package", "name"].iter().enumerate() {
+        let keys: Vec<String> = document
+            .keys()
+            .filter(|k| k.to_lowercase() == *wanted)
+            .cloned()
+            .collect();
+        if keys.len() > 1 {
+            return Err(format!("duplicate keys for key {wanted:?}: {keys:?}"));
+        }
+        if let Some(key) = keys.into_iter().next() {
+            let value = document.remove(&key).unwrap_or(Value::Null);
+            match &value {
+                Value::String(s) => found[slot] = s.clone(),
+                Value::Null => {}
+                other => {
+                    return Err(format!(
+                        "expected value for key {wanted:?} to be a string, got {other}"
+                    ));
+                }
+            }
+            document.insert(wanted.to_string(), value);
+        }
+    }
+    let [schema, package, name] = found;
+    Ok((schema, package, name))
+}
+
+fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(), String> {
+    let Value::Object(mut map) = document else {
+        return Err(format!("document is not an object: {document}"));
+    };
+    let (schema, package, name) = normalize_meta_keys(&mut map)?;
+    let blob = Value::Object(map);
+    match schema.as_str() {
+        "" => return Err(format!("object '{blob}' is missing root schema field")),
+        SCHEMA_PACKAGE => config.packages.push(
+            serde_json::from_value::<Package>(blob).map_err(|e| format!("parse package: {e}"))?,
+        ),
+        SCHEMA_CHANNEL => config.channels.push(
+            serde_json::from_value::<Channel>(blob).map_err(|e| format!("parse channel: {e}"))?,
+        ),
+        SCHEMA_BUNDLE => {
+            let bundle =
+                serde_json::from_value::<Bundle>(blob).map_err(|e| format!("parse bundle: {e}"))?;
+            for property in bundle
+                .properties
+                .iter()
+                .filter(|p| p.type_ == "olm.bundle.object")
+            {
+                let data = property
+                    .value
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+                    .map_err(|e| format!("read bundle objects: {e}"))?;
+            }
+            config.bundles.push(bundle)
+        }
+        SCHEMA_DEPRECATIONS => config.deprecations.push(
+            serde_json::from_value::<Deprecation>(blob)
+                .map_err(|e| format!("parse deprecation: {e}"))?,
+        ),
+        _ => config.others.push(Meta {
+            schema,
+            package,
+            name,
+            blob,
+        }),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<DeclarativeConfig, LoadError> {
+        let mut config = DeclarativeConfig::default();
+        load_str(Path::new("catalog.yaml"), text, &mut config).map(|_| config)
+    }
+
+    #[test]
+    fn yaml_and_json_streams_and_unknown_schemas() {
+        let config = load("---\nschema: olm.package\nname: p\ndefaultChannel: s\n---\nSchema: custom.thing\nName: x\nextra: 1\n").unwrap();
+        assert_eq!(config.packages[0].default_channel, "s");
+        assert_eq!(config.others[0].schema, "custom.thing");
+        assert_eq!(config.others[0].blob["extra"], 1);
+        let config = load("{\"schema\":\"olm.channel\",\"name\":\"c\",\"package\":\"p\",\"entries\":[{\"name\":\"b\"}]}\n{\"schema\":\"olm.bundle\",\"name\":\"b\",\"package\":\"p\",\"image\":\"\"}").unwrap();
+        assert_eq!(config.channels[0].entries[0].name, "b");
+        assert_eq!(config.bundles.len(), 1);
+    }
+
+    #[test]
+    fn missing_schema_and_duplicate_folded_keys_are_errors() {
+        let e = load("name: x\n").unwrap_err();
+        assert!(e.message.contains("is missing root schema field"), "{e}");
+        let e = load("schema: olm.package\nSchema: olm.package\n").unwrap_err();
+        assert!(
+            e.message.contains("duplicate keys for key \"schema\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn errors_carry_file_and_line() {
+        let e = load("schema: olm.package\nname: p\n---\nschema: olm.channel\nentries: [\n")
+            .unwrap_err();
+        assert_eq!(e.path, Path::new("catalog.yaml"));
+        assert!(e.line.unwrap() >= 4, "{e}");
+    }
+}

@@ -1,0 +1,685 @@
+//! The validated catalog model: packages → channels → bundles, with every rule of
+//! `opm validate` in one place and opm's messages.
+//!
+//! Building the model ([`Model::from_declcfg`]) stops at the first structural problem, as
+//! opm's `ConvertToModel` does; [`Model::validate`] then collects every graph and bundle
+//! problem into a [`ValidationTree`].
+
+mod error;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use error::ValidationTree;
+use serde_json::Value;
+
+use super::declcfg::{DeclarativeConfig, Icon, Property, RelatedImage};
+use crate::version_range::VersionRange;
+
+/// A catalog: packages by name.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    /// The packages.
+    pub packages: BTreeMap<String, Package>,
+}
+
+/// A package.
+#[derive(Clone, Debug, Default)]
+pub struct Package {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its icon.
+    pub icon: Option<Icon>,
+    /// The default channel's name, if one is set.
+    pub default_channel: Option<String>,
+    /// Its channels by name.
+    pub channels: BTreeMap<String, Channel>,
+    /// A deprecation message.
+    pub deprecation: Option<String>,
+}
+
+/// A channel: the bundles in it and their edges.
+#[derive(Clone, Debug, Default)]
+pub struct Channel {
+    /// Its name.
+    pub name: String,
+    /// Its bundles by name.
+    pub bundles: BTreeMap<String, Bundle>,
+    /// A deprecation message.
+    pub deprecation: Option<String>,
+    /// Its properties.
+    pub properties: Vec<Property>,
+}
+
+/// A bundle as a member of one channel.
+#[derive(Clone, Debug, Default)]
+pub struct Bundle {
+    /// Its name.
+    pub name: String,
+    /// Its image ("" when served inline).
+    pub image: String,
+    /// The bundle it replaces in this channel.
+    pub replaces: String,
+    /// Bundles it skips.
+    pub skips: Vec<String>,
+    /// The range of versions it can upgrade from.
+    pub skip_range: String,
+    /// Its properties.
+    pub properties: Vec<Property>,
+    /// Related images.
+    pub related_images: Vec<RelatedImage>,
+    /// Its version (from the `olm.package` property).
+    pub version: Option<semver::Version>,
+    /// Whether a document for it was found (a channel entry may lack one).
+    pub has_document: bool,
+    /// How many `olm.bundle.object` manifests it carries.
+    pub object_count: usize,
+    /// A deprecation message.
+    pub deprecation: Option<String>,
+}
+
+/// The properties of known types, parsed.
+#[derive(Debug, Default)]
+struct ParsedProperties {
+    packages: Vec<(String, String, String)>,
+}
+
+/// Checks property values against their types, as opm's property parser does.
+fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String> {
+    let mut parsed = ParsedProperties::default();
+    for (index, property) in properties.iter().enumerate() {
+        let fail = |detail: String| {
+            format!(
+                "parse property[{index}] of type {:?}: {detail}",
+                property.type_
+            )
+        };
+        let expect_object = |value: &Value, fields: &[(&str, &str)]| -> Result<(), String> {
+            match value {
+                Value::Null => Ok(()),
+                Value::Object(map) => {
+                    for (field, kind) in fields {
+                        let Some(v) = map
+                            .iter()
+                            .find(|(k, _)| k.eq_ignore_ascii_case(field))
+                            .map(|(_, v)| v)
+                        else {
+                            continue;
+                        };
+                        let ok = match *kind {
+                            "string" => v.is_string() || v.is_null(),
+                            "int" => v.is_i64() || v.is_u64() || v.is_null(),
+                            _ => true,
+                        };
+                        if !ok {
+                            return Err(format!(
+                                "json: cannot unmarshal {} into Go struct field .{field} of type {kind}",
+                                json_kind(v)
+                            ));
+                        }
+                    }
+                    Ok(())
+                }
+                other => Err(format!(
+                    "json: cannot unmarshal {} into Go value",
+                    json_kind(other)
+                )),
+            }
+        };
+        let value = &property.value;
+        match property.type_.as_str() {
+            "olm.package" => {
+                expect_object(
+                    value,
+                    &[
+                        ("packageName", "string"),
+                        ("version", "string"),
+                        ("release", "string"),
+                    ],
+                )
+                .map_err(fail)?;
+                let text = |k: &str| {
+                    value
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                parsed
+                    .packages
+                    .push((text("packageName"), text("version"), text("release")));
+            }
+            "olm.gvk" | "olm.gvk.required" => expect_object(
+                value,
+                &[
+                    ("group", "string"),
+                    ("kind", "string"),
+                    ("version", "string"),
+                ],
+            )
+            .map_err(fail)?,
+            "olm.package.required" => expect_object(
+                value,
+                &[("packageName", "string"), ("versionRange", "string")],
+            )
+            .map_err(fail)?,
+            "olm.bundle.object" => expect_object(value, &[("data", "string")]).map_err(fail)?,
+            "olm.channel" => {
+                expect_object(value, &[("channelName", "string"), ("priority", "int")])
+                    .map_err(fail)?
+            }
+            "olm.csv.metadata" => expect_object(value, &[]).map_err(fail)?,
+            _ => {}
+        }
+    }
+    Ok(parsed)
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+const DNS1123_LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn dns1123_label_errors(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if name.len() > 63 {
+        errors.push("must be no more than 63 characters".to_string());
+    }
+    let bytes = name.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-';
+    if !valid {
+        errors.push(DNS1123_LABEL_MESSAGE.to_string());
+    }
+    errors
+}
+
+impl Model {
+    /// Builds the model from the documents, with opm's structural checks (the first one that
+    /// fails is the error), then validates it.
+    pub fn from_declcfg(config: &DeclarativeConfig) -> Result<Model, String> {
+        let mut model = Model::default();
+        let mut default_channels: BTreeMap<String, String> = BTreeMap::new();
+        for p in &config.packages {
+            if p.name.is_empty() {
+                return Err("config contains package with no name".into());
+            }
+            if model.packages.contains_key(&p.name) {
+                return Err(format!("duplicate package {:?}", p.name));
+            }
+            let errors = dns1123_label_errors(&p.name);
+            if !errors.is_empty() {
+                return Err(format!(
+                    "invalid package name {:?}: [{}]",
+                    p.name,
+                    errors.join(" ")
+                ));
+            }
+            default_channels.insert(p.name.clone(), p.default_channel.clone());
+            model.packages.insert(
+                p.name.clone(),
+                Package {
+                    name: p.name.clone(),
+                    description: p.description.clone(),
+                    icon: p.icon.clone(),
+                    ..Default::default()
+                },
+            );
+        }
+
+        // opm remembers, per package, the entries of the channel processed last.
+        let mut channel_entries: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for c in &config.channels {
+            let Some(package) = model.packages.get_mut(&c.package) else {
+                return Err(format!(
+                    "unknown package {:?} for channel {:?}",
+                    c.package, c.name
+                ));
+            };
+            if c.name.is_empty() {
+                return Err(format!(
+                    "package {:?} contains channel with no name",
+                    c.package
+                ));
+            }
+            if package.channels.contains_key(&c.name) {
+                return Err(format!(
+                    "package {:?} has duplicate channel {:?}",
+                    c.package, c.name
+                ));
+            }
+            let mut channel = Channel {
+                name: c.name.clone(),
+                properties: c.properties.clone(),
+                ..Default::default()
+            };
+            let mut entries = BTreeSet::new();
+            for entry in &c.entries {
+                if channel.bundles.contains_key(&entry.name) {
+                    return Err(format!(
+                        "invalid package {:?}, channel {:?}: duplicate entry {:?}",
+                        c.package, c.name, entry.name
+                    ));
+                }
+                entries.insert(entry.name.clone());
+                channel.bundles.insert(
+                    entry.name.clone(),
+                    Bundle {
+                        name: entry.name.clone(),
+                        replaces: entry.replaces.clone(),
+                        skips: entry.skips.clone(),
+                        skip_range: entry.skip_range.clone(),
+                        ..Default::default()
+                    },
+                );
+            }
+            channel_entries.insert(c.package.clone(), entries);
+            if default_channels.get(&c.package) == Some(&c.name) {
+                package.default_channel = Some(c.name.clone());
+            }
+            package.channels.insert(c.name.clone(), channel);
+        }
+
+        let mut package_bundles: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for b in &config.bundles {
+            if b.package.is_empty() {
+                return Err(format!("package name must be set for bundle {:?}", b.name));
+            }
+            let Some(package) = model.packages.get_mut(&b.package) else {
+                return Err(format!(
+                    "unknown package {:?} for bundle {:?}",
+                    b.package, b.name
+                ));
+            };
+            let names = package_bundles.entry(b.package.clone()).or_default();
+            if !names.insert(b.name.clone()) {
+                return Err(format!(
+                    "package {:?} has duplicate bundle {:?}",
+                    b.package, b.name
+                ));
+            }
+            let properties = parse_properties(&b.properties)
+                .map_err(|e| format!("parse properties for bundle {:?}: {e}", b.name))?;
+            if properties.packages.len() != 1 {
+                return Err(format!(
+                    "package {:?} bundle {:?} must have exactly 1 \"olm.package\" property, found {}",
+                    b.package,
+                    b.name,
+                    properties.packages.len()
+                ));
+            }
+            let (package_name, raw_version, release) = properties.packages[0].clone();
+            if b.package != package_name {
+                return Err(format!(
+                    "package {:?} does not match \"olm.package\" property {:?}",
+                    b.package, package_name
+                ));
+            }
+            if !b.image.is_empty()
+                && let Err(e) = crate::image_ref::check(&b.image)
+            {
+                return Err(format!(
+                    "package {:?} bundle {:?} image: invalid image pull spec {:?}: {e}",
+                    b.package, b.name, b.image
+                ));
+            }
+            for (i, related) in b.related_images.iter().enumerate() {
+                if !related.image.is_empty()
+                    && let Err(e) = crate::image_ref::check(&related.image)
+                {
+                    return Err(format!(
+                        "package {:?} bundle {:?} relatedImages[{i}].image: invalid image pull spec {:?}: {e}",
+                        b.package, b.name, related.image
+                    ));
+                }
+            }
+            let version = crate::version_range::parse_version(&raw_version).map_err(|e| {
+                format!(
+                    "error parsing bundle {:?} version {:?}: {e}",
+                    b.name, raw_version
+                )
+            })?;
+            if !release.is_empty() && semver::Prerelease::new(&release).is_err() {
+                return Err(format!(
+                    "error parsing bundle {:?} release version {:?}: invalid release",
+                    b.name, release
+                ));
+            }
+            if let Some(entries) = channel_entries.get_mut(&b.package) {
+                entries.remove(&b.name);
+            }
+            let mut found = false;
+            for channel in package.channels.values_mut() {
+                if let Some(member) = channel.bundles.get_mut(&b.name) {
+                    found = true;
+                    member.image = b.image.clone();
+                    member.properties = b.properties.clone();
+                    member.related_images = b.related_images.clone();
+                    member.version = Some(version.clone());
+                    member.has_document = true;
+                    member.object_count = b.objects().len();
+                }
+            }
+            if !found {
+                return Err(format!(
+                    "package {:?}, bundle {:?} not found in any channel entries",
+                    b.package, b.name
+                ));
+            }
+        }
+        for (package, entries) in &channel_entries {
+            if !entries.is_empty() {
+                let list: Vec<&str> = entries.iter().map(String::as_str).collect();
+                return Err(format!(
+                    "no olm.bundle blobs found in package {package:?} for olm.channel entries [{}]",
+                    list.join(" ")
+                ));
+            }
+        }
+        for package in model.packages.values_mut() {
+            let wanted = default_channels
+                .get(&package.name)
+                .cloned()
+                .unwrap_or_default();
+            if !wanted.is_empty() && package.default_channel.is_none() {
+                // opm makes an empty channel of that name, which then fails validation.
+                package.channels.insert(
+                    wanted.clone(),
+                    Channel {
+                        name: wanted.clone(),
+                        ..Default::default()
+                    },
+                );
+                package.default_channel = Some(wanted);
+            }
+        }
+
+        let mut deprecated_packages = BTreeSet::new();
+        for (i, deprecation) in config.deprecations.iter().enumerate() {
+            if deprecation.package.is_empty() {
+                return Err(format!("package name must be set for deprecation item {i}"));
+            }
+            let Some(package) = model.packages.get_mut(&deprecation.package) else {
+                return Err(format!(
+                    "cannot apply deprecations to an unknown package {:?}",
+                    deprecation.package
+                ));
+            };
+            if !deprecated_packages.insert(deprecation.package.clone()) {
+                return Err(format!(
+                    "expected a maximum of one deprecation per package: {:?}",
+                    deprecation.package
+                ));
+            }
+            let mut seen = BTreeSet::new();
+            for (j, entry) in deprecation.entries.iter().enumerate() {
+                let reference = &entry.reference;
+                if reference.schema.is_empty() {
+                    return Err(format!(
+                        "schema must be set for deprecation entry [{j}] for package {:?}",
+                        deprecation.package
+                    ));
+                }
+                if !seen.insert(reference.clone()) {
+                    return Err(format!(
+                        "duplicate deprecation entry declcfg.PackageScopedReference{{Schema:{:?}, Name:{:?}}} for package {:?}",
+                        reference.schema, reference.name, deprecation.package
+                    ));
+                }
+                match reference.schema.as_str() {
+                    "olm.bundle" => {
+                        if !package_bundles
+                            .get(&deprecation.package)
+                            .is_some_and(|b| b.contains(&reference.name))
+                        {
+                            return Err(format!(
+                                "cannot deprecate bundle {:?} for package {:?}: bundle not found",
+                                reference.name, deprecation.package
+                            ));
+                        }
+                        for channel in package.channels.values_mut() {
+                            if let Some(bundle) = channel.bundles.get_mut(&reference.name) {
+                                bundle.deprecation = Some(entry.message.clone());
+                            }
+                        }
+                    }
+                    "olm.channel" => match package.channels.get_mut(&reference.name) {
+                        Some(channel) => channel.deprecation = Some(entry.message.clone()),
+                        None => {
+                            return Err(format!(
+                                "cannot deprecate channel {:?} for package {:?}: channel not found",
+                                reference.name, deprecation.package
+                            ));
+                        }
+                    },
+                    "olm.package" => {
+                        if !reference.name.is_empty() {
+                            return Err(format!(
+                                "package name must be empty for deprecated package {:?} (specified {:?})",
+                                deprecation.package, reference.name
+                            ));
+                        }
+                        package.deprecation = Some(entry.message.clone());
+                    }
+                    _ => {
+                        return Err(format!(
+                            "cannot deprecate object declcfg.PackageScopedReference{{Schema:{:?}, Name:{:?}}} referenced by entry {j} for package {:?}: object schema unknown",
+                            reference.schema, reference.name, deprecation.package
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(model)
+    }
+
+    /// Every problem of the model, as opm's tree; `None` when valid.
+    pub fn validate(&self) -> Option<ValidationTree> {
+        let mut root = ValidationTree::node("invalid index");
+        for package in self.packages.values() {
+            root.push_tree(package.validate());
+        }
+        root.into_option()
+    }
+}
+
+impl Package {
+    fn validate(&self) -> Option<ValidationTree> {
+        let mut tree = ValidationTree::node(format!("invalid package {:?}", self.name));
+        if self.name.is_empty() {
+            tree.push("package name must not be empty");
+        }
+        if self.default_channel.is_none() {
+            tree.push("default channel must be set");
+        }
+        if self.channels.is_empty() {
+            tree.push("package must contain at least one channel");
+        }
+        for channel in self.channels.values() {
+            tree.push_tree(channel.validate());
+        }
+        let mut by_version: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for channel in self.channels.values() {
+            for bundle in channel.bundles.values() {
+                let version = bundle
+                    .version
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "0.0.0".into());
+                by_version
+                    .entry(version)
+                    .or_default()
+                    .insert(bundle.name.clone());
+            }
+        }
+        let duplicates: Vec<String> = by_version
+            .iter()
+            .filter(|(_, names)| names.len() > 1)
+            .map(|(version, names)| {
+                format!(
+                    "{{{version}: [{}]}}",
+                    names.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        if !duplicates.is_empty() {
+            tree.push(format!(
+                "duplicate versions found in bundles: [{}]",
+                duplicates.join(" ")
+            ));
+        }
+        if self.deprecation.as_deref() == Some("") {
+            tree.push("invalid deprecation: message must be set");
+        }
+        tree.into_option()
+    }
+}
+
+impl Channel {
+    /// The one bundle nothing replaces or skips, or why there is not exactly one.
+    pub fn head(&self) -> Result<&Bundle, String> {
+        let mut incoming: BTreeSet<&str> = BTreeSet::new();
+        for bundle in self.bundles.values() {
+            if !bundle.replaces.is_empty() {
+                incoming.insert(&bundle.replaces);
+            }
+            incoming.extend(bundle.skips.iter().map(String::as_str));
+        }
+        let heads: Vec<&Bundle> = self
+            .bundles
+            .values()
+            .filter(|b| !incoming.contains(b.name.as_str()))
+            .collect();
+        match heads.len() {
+            0 => Err("no channel head found in graph".into()),
+            1 => Ok(heads[0]),
+            _ => {
+                let names: Vec<&str> = heads.iter().map(|b| b.name.as_str()).collect();
+                Err(format!(
+                    "multiple channel heads found in graph: {}",
+                    names.join(", ")
+                ))
+            }
+        }
+    }
+
+    /// Walks `replaces` from the head: a cycle, or entries the walk (and skips) never reach,
+    /// are errors.
+    fn validate_replaces_chain(&self) -> Result<(), String> {
+        let head = self.head()?;
+        let skipped: BTreeSet<&str> = self
+            .bundles
+            .values()
+            .flat_map(|b| b.skips.iter().map(String::as_str))
+            .collect();
+        let mut chain: Vec<&str> = vec![head.name.as_str()];
+        let mut on_chain: BTreeSet<&str> = BTreeSet::from([head.name.as_str()]);
+        let mut current = Some(head);
+        while let Some(bundle) = current {
+            let next = bundle.replaces.as_str();
+            if skipped.contains(next) {
+                break;
+            }
+            chain.push(next);
+            if on_chain.contains(next) {
+                let start = chain.iter().position(|n| *n == next).unwrap_or(0);
+                return Err(format!(
+                    "detected cycle in replaces chain of upgrade graph: {}",
+                    chain[start..].join(" -> ")
+                ));
+            }
+            on_chain.insert(next);
+            current = self.bundles.get(next);
+        }
+        let stranded: Vec<&str> = self
+            .bundles
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !on_chain.contains(n) && !skipped.contains(n))
+            .collect();
+        if !stranded.is_empty() {
+            return Err(format!(
+                "channel contains one or more stranded bundles: {}",
+                stranded.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Option<ValidationTree> {
+        let mut tree = ValidationTree::node(format!("invalid channel {:?}", self.name));
+        if self.name.is_empty() {
+            tree.push("channel name must not be empty");
+        }
+        if self.bundles.is_empty() {
+            tree.push("channel must contain at least one bundle");
+        } else if let Err(e) = self.validate_replaces_chain() {
+            tree.push(e);
+        }
+        for bundle in self.bundles.values() {
+            tree.push_tree(bundle.validate());
+        }
+        if self.deprecation.as_deref() == Some("") {
+            tree.push("invalid deprecation: message must be set");
+        }
+        tree.into_option()
+    }
+}
+
+impl Bundle {
+    fn validate(&self) -> Option<ValidationTree> {
+        let mut tree = ValidationTree::node(format!("invalid bundle {:?}", self.name));
+        if self.name.is_empty() {
+            tree.push("name must be set");
+        }
+        let parsed = parse_properties(&self.properties);
+        if let Err(e) = &parsed {
+            tree.push(e.clone());
+        }
+        for (i, skip) in self.skips.iter().enumerate() {
+            if skip.is_empty() {
+                tree.push(format!("skip[{i}] is empty"));
+            }
+        }
+        if !self.skip_range.is_empty()
+            && let Err(e) = VersionRange::parse(&self.skip_range)
+        {
+            tree.push(format!("invalid skipRange {:?}: {e}", self.skip_range));
+        }
+        if let Ok(parsed) = &parsed
+            && parsed.packages.len() != 1
+        {
+            tree.push("must be exactly one property with type \"olm.package\"");
+        }
+        if self.image.is_empty() && self.object_count == 0 {
+            tree.push("bundle image must be set");
+        }
+        if self.deprecation.as_deref() == Some("") {
+            tree.push("invalid deprecation: message must be set");
+        }
+        tree.into_option()
+    }
+}
+
+/// Loads and validates a catalog folder: `Err` holds what opm would print.
+pub fn validate_dir(root: &std::path::Path) -> Result<Model, String> {
+    let config = super::declcfg::load_dir(root).map_err(|e| e.to_string())?;
+    let model = Model::from_declcfg(&config)?;
+    match model.validate() {
+        Some(tree) => Err(tree.to_string()),
+        None => Ok(model),
+    }
+}

@@ -1,0 +1,312 @@
+//! `bundle-tool catalog validate` and `render` against `opm` v1.73.0, side by side, on every
+//! catalog of the shared corpus and on broken variants of them made here: the same verdict,
+//! the same check named (same message, or the same set of problems in opm's tree), and
+//! JSON-equal render output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use e2e::assets::Assets;
+use serde_json::{Value, json};
+
+fn corpus() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/catalogs");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("the corpus is missing at {}: {e}", root.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 39, "the corpus has 39 catalogs");
+    dirs
+}
+
+fn bundle_tool() -> PathBuf {
+    // The e2e crate depends on bundle-tool as a library; the binary is built beside the tests.
+    let exe = std::env::current_exe().expect("test path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let path = dir.join("bundle-tool");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build -p bundle-tool` (the README test command does)",
+        path.display()
+    );
+    path
+}
+
+/// A verdict: `None` when valid, else the problems, normalized so that opm's random map
+/// order does not matter (tree leaves as a sorted set).
+fn problems(message: &str) -> Vec<String> {
+    let mut lines: Vec<String> = message
+        .lines()
+        .map(|l| {
+            l.trim_start_matches(['│', '├', '└', '─', ' '])
+                .trim_end_matches(':')
+                .to_string()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+fn opm_validate(dir: &Path) -> Option<Vec<String>> {
+    let output = Command::new(Assets::locate().unwrap().opm().unwrap())
+        .args(["validate", "-o", "json"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "opm validate {}: {e}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    if report["passed"] == true {
+        assert!(output.status.success());
+        return None;
+    }
+    assert!(!output.status.success());
+    Some(problems(
+        report["error"]["message"].as_str().unwrap_or_default(),
+    ))
+}
+
+fn our_validate(dir: &Path) -> Option<Vec<String>> {
+    let output = Command::new(bundle_tool())
+        .args(["catalog", "validate"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    if output.status.success() {
+        return None;
+    }
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Load errors carry file:line before opm's text; compare the text.
+    let text = stderr
+        .split_once(": ")
+        .filter(|(head, _)| head.starts_with('/'))
+        .map(|(_, t)| t)
+        .unwrap_or(&stderr);
+    Some(problems(text))
+}
+
+fn json_stream(bytes: &[u8]) -> Vec<Value> {
+    serde_json::Deserializer::from_slice(bytes)
+        .into_iter::<Value>()
+        .map(|v| v.unwrap())
+        .collect()
+}
+
+#[test]
+fn corpus_catalogs_validate_and_render_like_opm() {
+    let opm = Assets::locate().unwrap().opm().unwrap();
+    for dir in corpus() {
+        assert_eq!(
+            our_validate(&dir),
+            opm_validate(&dir),
+            "verdicts differ on {}",
+            dir.display()
+        );
+        let theirs = Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let ours = Command::new(bundle_tool())
+            .args(["catalog", "render", "-o", "json"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(theirs.status.success() && ours.status.success());
+        assert!(
+            json_stream(&theirs.stdout) == json_stream(&ours.stdout),
+            "render differs on {}",
+            dir.display()
+        );
+    }
+}
+
+/// One way to break a catalog; `None` when it does not apply to this one.
+type Mutation = fn(&mut Vec<Value>) -> Option<()>;
+
+fn docs_of<'a>(docs: &'a mut [Value], schema: &str) -> impl Iterator<Item = &'a mut Value> {
+    let schema = schema.to_string();
+    docs.iter_mut()
+        .filter(move |d| d["schema"] == schema.as_str())
+}
+
+fn first_bundle(docs: &[Value]) -> Option<Value> {
+    docs.iter().find(|d| d["schema"] == "olm.bundle").cloned()
+}
+
+const MUTATIONS: &[(&str, Mutation)] = &[
+    ("two heads", |docs| {
+        let mut extra = first_bundle(docs)?;
+        extra["name"] = json!("zz-extra.v99.0.0");
+        for p in extra["properties"].as_array_mut()? {
+            if p["type"] == "olm.package" {
+                p["value"]["version"] = json!("99.0.0");
+            }
+        }
+        let channel = docs_of(docs, "olm.channel").next()?;
+        channel["entries"]
+            .as_array_mut()?
+            .push(json!({"name": "zz-extra.v99.0.0"}));
+        docs.push(extra);
+        Some(())
+    }),
+    ("replaces cycle", |docs| {
+        let channel = docs_of(docs, "olm.channel")
+            .find(|c| c["entries"].as_array().is_some_and(|e| e.len() >= 2))?;
+        let entries = channel["entries"].as_array_mut()?;
+        let names: Vec<String> = entries
+            .iter()
+            .filter_map(|e| e["name"].as_str().map(String::from))
+            .collect();
+        for (i, entry) in entries.iter_mut().enumerate() {
+            entry["replaces"] = json!(names[(i + 1) % names.len()]);
+            entry.as_object_mut()?.remove("skips");
+        }
+        Some(())
+    }),
+    ("duplicate bundle", |docs| {
+        let copy = first_bundle(docs)?;
+        docs.push(copy);
+        Some(())
+    }),
+    ("bad semver", |docs| {
+        let bundle = docs_of(docs, "olm.bundle").next()?;
+        for p in bundle["properties"].as_array_mut()? {
+            if p["type"] == "olm.package" {
+                p["value"]["version"] = json!("1.0");
+            }
+        }
+        Some(())
+    }),
+    ("missing default channel", |docs| {
+        docs_of(docs, "olm.package").next()?["defaultChannel"] = json!("no-such-channel");
+        Some(())
+    }),
+    ("no default channel", |docs| {
+        docs_of(docs, "olm.package")
+            .next()?
+            .as_object_mut()?
+            .remove("defaultChannel");
+        Some(())
+    }),
+    ("dangling deprecation", |docs| {
+        let package = docs_of(docs, "olm.package").next()?["name"].clone();
+        docs.push(json!({"schema": "olm.deprecations", "package": package,
+                         "entries": [{"reference": {"schema": "olm.bundle", "name": "no-such-bundle"}, "message": "gone"}]}));
+        Some(())
+    }),
+    ("deprecated channel", |docs| {
+        let channel = docs_of(docs, "olm.channel").next()?.clone();
+        docs.push(json!({"schema": "olm.deprecations", "package": channel["package"],
+                         "entries": [{"reference": {"schema": "olm.channel", "name": channel["name"]}, "message": "use stable"}]}));
+        Some(())
+    }),
+    ("invalid package name", |docs| {
+        let old = docs_of(docs, "olm.package").next()?["name"]
+            .as_str()?
+            .to_string();
+        let new = format!("Bad_{old}");
+        for doc in docs.iter_mut() {
+            if doc["name"] == old.as_str() && doc["schema"] == "olm.package" {
+                doc["name"] = json!(new);
+            }
+            if doc["package"] == old.as_str() {
+                doc["package"] = json!(new);
+            }
+        }
+        Some(())
+    }),
+    ("bad skipRange", |docs| {
+        let channel = docs_of(docs, "olm.channel").next()?;
+        channel["entries"].as_array_mut()?.first_mut()?["skipRange"] = json!(">=1.0 <2.0.0");
+        Some(())
+    }),
+    ("unknown package for channel", |docs| {
+        docs_of(docs, "olm.channel").next()?["package"] = json!("ghost");
+        Some(())
+    }),
+    ("stranded through a skip", |docs| {
+        // head replaces A, A replaces B: the head also skipping A ends the walk at A, so B
+        // (unless skipped elsewhere) is stranded.
+        for channel in docs_of(docs, "olm.channel") {
+            let entries = channel["entries"].as_array_mut()?;
+            let find =
+                |entries: &Vec<Value>, name: &str| entries.iter().position(|e| e["name"] == name);
+            for i in 0..entries.len() {
+                let a = entries[i]["replaces"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let Some(ai) = find(entries, &a) else {
+                    continue;
+                };
+                let b = entries[ai]["replaces"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if find(entries, &b).is_some() {
+                    let skips = entries[i]
+                        .as_object_mut()?
+                        .entry("skips")
+                        .or_insert(json!([]));
+                    skips.as_array_mut()?.push(json!(a));
+                    return Some(());
+                }
+            }
+        }
+        None
+    }),
+];
+
+#[test]
+fn broken_variants_get_the_same_verdict_and_check_as_opm() {
+    let opm = Assets::locate().unwrap().opm().unwrap();
+    let mut compared = 0;
+    let mut by_mutation: std::collections::BTreeMap<&str, usize> = Default::default();
+    for dir in corpus() {
+        let rendered = Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let original = json_stream(&rendered.stdout);
+        for (name, mutate) in MUTATIONS {
+            let mut docs = original.clone();
+            if mutate(&mut docs).is_none() {
+                continue;
+            }
+            let out = tempfile::tempdir().unwrap();
+            let text: String = docs
+                .iter()
+                .map(|d| serde_json::to_string(d).unwrap() + "\n")
+                .collect();
+            std::fs::write(out.path().join("catalog.json"), text).unwrap();
+            let theirs = opm_validate(out.path());
+            let ours = our_validate(out.path());
+            assert!(
+                theirs == ours,
+                "{name} on {}: opm says {theirs:#?}, we say {ours:#?}",
+                dir.display()
+            );
+            compared += 1;
+            *by_mutation.entry(name).or_default() += 1;
+        }
+    }
+    eprintln!("compared {compared} broken variants with opm: {by_mutation:?}");
+    assert!(compared >= 39 * 8, "only {compared} variants applied");
+}
