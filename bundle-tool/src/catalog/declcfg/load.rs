@@ -117,12 +117,18 @@ fn documents(path: &Path, text: &str) -> Result<Vec<(Option<u64>, Value)>, LoadE
     if text.trim_start().starts_with('{') {
         let mut out = Vec::new();
         let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        // Lines are counted incrementally: counting from the start for every document made
+        // loading quadratic in the size of a file.
+        let (mut counted_to, mut line) = (0usize, 1u64);
         loop {
             let offset = stream.byte_offset();
             match stream.next() {
                 None => break,
                 Some(Ok(value)) => {
-                    let line = text[..offset].matches('\n').count() as u64 + 1;
+                    // The document starts after the whitespace that follows `offset`.
+                    let start = offset + text[offset..].len() - text[offset..].trim_start().len();
+                    line += text[counted_to..start].matches('\n').count() as u64;
+                    counted_to = start;
                     out.push((Some(line), value));
                 }
                 Some(Err(e)) => {

@@ -7,67 +7,49 @@ use serde_json::Value;
 use super::DeclarativeConfig;
 
 fn ordered(config: &DeclarativeConfig) -> Vec<Value> {
-    let to_value = |v: &dyn erased::Serializable| v.value();
-    let mut packages: Vec<String> = config
-        .packages
-        .iter()
-        .map(|p| p.name.clone())
-        .chain(config.channels.iter().map(|c| c.package.clone()))
-        .chain(config.bundles.iter().map(|b| b.package.clone()))
-        .chain(
-            config
-                .others
-                .iter()
-                .map(|o| o.package.clone())
-                .filter(|p| !p.is_empty()),
-        )
-        .chain(config.deprecations.iter().map(|d| d.package.clone()))
-        .collect();
-    packages.sort();
-    packages.dedup();
-    let mut out = Vec::new();
-    for package in &packages {
-        out.extend(
-            config
-                .packages
-                .iter()
-                .filter(|p| &p.name == package)
-                .map(|p| to_value(p)),
-        );
-        let mut channels: Vec<_> = config
-            .channels
-            .iter()
-            .filter(|c| &c.package == package)
-            .collect();
-        channels.sort_by(|a, b| a.name.cmp(&b.name));
-        out.extend(channels.into_iter().map(|c| to_value(c)));
-        let mut bundles: Vec<_> = config
-            .bundles
-            .iter()
-            .filter(|b| &b.package == package)
-            .collect();
-        bundles.sort_by(|a, b| a.name.cmp(&b.name));
-        out.extend(bundles.into_iter().map(|b| to_value(b)));
-        let mut others: Vec<_> = config
-            .others
-            .iter()
-            .filter(|o| &o.package == package)
-            .collect();
-        others.sort_by(|a, b| a.schema.cmp(&b.schema));
-        out.extend(others.into_iter().map(|o| o.blob.clone()));
-        out.extend(
-            config
-                .deprecations
-                .iter()
-                .filter(|d| &d.package == package)
-                .map(|d| to_value(d)),
-        );
+    use std::collections::BTreeMap;
+    // One pass to group by package (render used to scan every document once per package).
+    #[derive(Default)]
+    struct Group<'a> {
+        packages: Vec<&'a super::Package>,
+        channels: Vec<&'a super::Channel>,
+        bundles: Vec<&'a super::Bundle>,
+        others: Vec<&'a super::Meta>,
+        deprecations: Vec<&'a super::Deprecation>,
     }
-    let mut loose: Vec<_> = config
-        .others
-        .iter()
-        .filter(|o| o.package.is_empty())
-        .collect();
+    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
+    for p in &config.packages {
+        groups.entry(&p.name).or_default().packages.push(p);
+    }
+    for c in &config.channels {
+        groups.entry(&c.package).or_default().channels.push(c);
+    }
+    for b in &config.bundles {
+        groups.entry(&b.package).or_default().bundles.push(b);
+    }
+    for d in &config.deprecations {
+        groups.entry(&d.package).or_default().deprecations.push(d);
+    }
+    let mut loose: Vec<&super::Meta> = Vec::new();
+    for o in &config.others {
+        if o.package.is_empty() {
+            loose.push(o);
+        } else {
+            groups.entry(&o.package).or_default().others.push(o);
+        }
+    }
+    let value = |v: &dyn erased::Serializable| v.value();
+    let mut out = Vec::new();
+    for (_, mut group) in groups {
+        out.extend(group.packages.iter().map(|p| value(*p)));
+        group.channels.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extend(group.channels.iter().map(|c| value(*c)));
+        group.bundles.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extend(group.bundles.iter().map(|b| value(*b)));
+        group.others.sort_by(|a, b| a.schema.cmp(&b.schema));
+        out.extend(group.others.iter().map(|o| o.blob.clone()));
+        out.extend(group.deprecations.iter().map(|d| value(*d)));
+    }
     loose.sort_by(|a, b| a.schema.cmp(&b.schema));
     out.extend(loose.into_iter().map(|o| o.blob.clone()));
     out
