@@ -126,6 +126,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         dir.display(),
                         model.packages.len()
                     );
+                    // The process ends now: freeing a large model piece by piece is wasted time.
+                    std::mem::forget(model);
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(message) => {

@@ -38,6 +38,8 @@ pub const FIELD_MANAGER: &str = "redis-operator";
 pub const FINALIZER: &str = "cache.example.com/finalizer";
 /// Annotation on each child: a hash of what the operator last applied.
 pub const APPLIED_HASH_ANNOTATION: &str = "cache.example.com/applied-hash";
+/// Reconciles running at the same time, at most.
+pub const RECONCILE_CONCURRENCY: u16 = 16;
 /// How often a converged cluster is looked at again.
 pub const RESYNC: Duration = Duration::from_secs(300);
 /// How often a cluster that is still changing is looked at.
@@ -123,7 +125,11 @@ pub async fn run(
 ) {
     let client = context.client.clone();
     let clusters: Api<RedisCluster> = Api::all(client.clone());
-    let controller = Controller::new(clusters, watcher::Config::default());
+    // A bounded number of reconciles at once: a burst of N new clusters should not hold N
+    // reconciles (and their buffers) in memory at the same time.
+    let controller = Controller::new(clusters, watcher::Config::default()).with_config(
+        kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY),
+    );
     let store = controller.store();
     let metrics = context.metrics.clone();
     let gauge = tokio::spawn(async move {

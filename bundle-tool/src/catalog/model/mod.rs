@@ -210,7 +210,7 @@ fn dns1123_label_errors(name: &str) -> Vec<String> {
 impl Model {
     /// Builds the model from the documents, with opm's structural checks (the first one that
     /// fails is the error), then validates it.
-    pub fn from_declcfg(config: &DeclarativeConfig) -> Result<Model, String> {
+    pub fn from_declcfg(config: DeclarativeConfig) -> Result<Model, String> {
         let mut model = Model::default();
         let mut default_channels: BTreeMap<String, String> = BTreeMap::new();
         for p in &config.packages {
@@ -294,7 +294,7 @@ impl Model {
         }
 
         let mut package_bundles: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for b in &config.bundles {
+        for b in config.bundles {
             if b.package.is_empty() {
                 return Err(format!("package name must be set for bundle {:?}", b.name));
             }
@@ -361,23 +361,41 @@ impl Model {
             if let Some(entries) = channel_entries.get_mut(&b.package) {
                 entries.remove(&b.name);
             }
-            let mut found = false;
-            for channel in package.channels.values_mut() {
-                if let Some(member) = channel.bundles.get_mut(&b.name) {
-                    found = true;
-                    member.image = b.image.clone();
-                    member.properties = b.properties.clone();
-                    member.related_images = b.related_images.clone();
-                    member.version = Some(version.clone());
-                    member.has_document = true;
-                    member.object_count = b.objects().len();
-                }
-            }
-            if !found {
+            let members: Vec<String> = package
+                .channels
+                .iter()
+                .filter(|(_, c)| c.bundles.contains_key(&b.name))
+                .map(|(n, _)| n.clone())
+                .collect();
+            if members.is_empty() {
                 return Err(format!(
                     "package {:?}, bundle {:?} not found in any channel entries",
                     b.package, b.name
                 ));
+            }
+            let object_count = b.objects().len();
+            // The document's data moves into its last channel and is copied into the others.
+            let last = members.len() - 1;
+            let mut data = Some((b.image, b.properties, b.related_images));
+            for (i, channel_name) in members.into_iter().enumerate() {
+                let Some(member) = package
+                    .channels
+                    .get_mut(&channel_name)
+                    .and_then(|c| c.bundles.get_mut(&b.name))
+                else {
+                    continue;
+                };
+                let (image, properties, related_images) = if i == last {
+                    data.take().unwrap_or_default()
+                } else {
+                    data.clone().unwrap_or_default()
+                };
+                member.image = image;
+                member.properties = properties;
+                member.related_images = related_images;
+                member.version = Some(version.clone());
+                member.has_document = true;
+                member.object_count = object_count;
             }
         }
         for (package, entries) in &channel_entries {
@@ -677,7 +695,7 @@ impl Bundle {
 /// Loads and validates a catalog folder: `Err` holds what opm would print.
 pub fn validate_dir(root: &std::path::Path) -> Result<Model, String> {
     let config = super::declcfg::load_dir(root).map_err(|e| e.to_string())?;
-    let model = Model::from_declcfg(&config)?;
+    let model = Model::from_declcfg(config)?;
     match model.validate() {
         Some(tree) => Err(tree.to_string()),
         None => Ok(model),
