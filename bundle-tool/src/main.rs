@@ -43,9 +43,10 @@ enum CatalogCommand {
         /// The catalog folder.
         dir: PathBuf,
     },
-    /// Print a catalog folder's documents the way `opm render` does.
+    /// Print catalog folders' documents, or bundle folders as `olm.bundle` documents, the way
+    /// `opm render` does.
     Render {
-        /// Catalog folders.
+        /// Catalog folders or bundle folders (with `manifests/` and `metadata/`).
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Output format.
@@ -139,6 +140,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Catalog(CatalogCommand::Render { dirs, output }) => {
             let mut all = bundle_tool::catalog::declcfg::DeclarativeConfig::default();
             for dir in &dirs {
+                if bundle_tool::catalog::render::is_bundle_dir(dir) {
+                    let bundle = bundle_tool::catalog::render::render_bundle_dir(dir, "")
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+                    all.bundles.push(bundle);
+                    continue;
+                }
                 let config = bundle_tool::catalog::declcfg::load_dir(dir)?;
                 all.packages.extend(config.packages);
                 all.channels.extend(config.channels);

@@ -8,3 +8,4 @@
 
 pub mod declcfg;
 pub mod model;
+pub mod render;
