@@ -85,11 +85,22 @@ async fn versions_round_trip_through_the_webhook_and_schemas_are_enforced() -> a
     );
 
     // An update through v1alpha1 keeps the v1-only fields.
-    let mut edited = as_old;
-    edited.spec.replicas = 4;
-    old_api
-        .replace("full", &PostParams::default(), &edited)
-        .await?;
+    // The operator writes to the object too (finalizer, status): read-modify-write until our
+    // update is based on the latest version, as any client must.
+    let _ = as_old;
+    let mut attempts = 0;
+    loop {
+        let mut edited = old_api.get("full").await?;
+        edited.spec.replicas = 4;
+        match old_api
+            .replace("full", &PostParams::default(), &edited)
+            .await
+        {
+            Ok(_) => break,
+            Err(kube::Error::Api(status)) if status.code == 409 && attempts < 10 => attempts += 1,
+            Err(other) => return Err(other.into()),
+        }
+    }
     let after = new_api.get("full").await?;
     assert_eq!(after.spec.replicas, 4);
     assert_eq!(
