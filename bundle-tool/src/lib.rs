@@ -8,6 +8,7 @@
 //! - [`version_range`]: OLM's version range grammar (blang/semver), for `olm.skipRange`.
 //! - [`catalog`]: file-based catalogs: the format as written (`declcfg`), one validated
 //!   model with every rule of `opm validate` (`model`), and render.
+//! - [`validate`]: bundle validation with operator-framework/api's checks and messages.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
 
@@ -15,4 +16,5 @@ pub mod bundle;
 pub mod catalog;
 pub mod image_ref;
 pub mod manifest;
+pub mod validate;
 pub mod version_range;

@@ -24,6 +24,18 @@ enum Command {
     /// Generate a registry+v1 bundle (CSV, CRDs, RBAC, annotations.yaml, bundle.Dockerfile)
     /// from an operator's manifests and a config file.
     Generate(GenerateArgs),
+    /// Validate a bundle folder with operator-framework/api's checks (as `operator-sdk bundle
+    /// validate`); exit 1 on errors only.
+    Validate {
+        /// The bundle folder (with `manifests/` and `metadata/`).
+        dir: PathBuf,
+        /// Optional validators, like operator-sdk: `suite=operatorframework`.
+        #[arg(long)]
+        select_optional: Option<String>,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: ValidateFormat,
+    },
     /// File-based catalogs: validate and render.
     #[command(subcommand)]
     Catalog(CatalogCommand),
@@ -53,6 +65,12 @@ enum CatalogCommand {
         #[arg(short, long, value_enum, default_value = "json")]
         output: RenderFormat,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ValidateFormat {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -113,6 +131,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate(args),
+        Command::Validate {
+            dir,
+            select_optional,
+            output,
+        } => validate(&dir, select_optional.as_deref(), output),
         Command::Catalog(CatalogCommand::Validate { dir }) => {
             match bundle_tool::catalog::model::validate_dir(&dir) {
                 Ok(model) => {
@@ -271,6 +294,48 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         dockerfile.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn validate(
+    dir: &Path,
+    select_optional: Option<&str>,
+    output: ValidateFormat,
+) -> anyhow::Result<ExitCode> {
+    use bundle_tool::validate::{Suite, validate_bundle};
+    let suite = match select_optional {
+        None => Suite::Default,
+        Some("suite=operatorframework") => Suite::OperatorFramework,
+        Some(other) => {
+            anyhow::bail!("unknown --select-optional {other:?}; supported: suite=operatorframework")
+        }
+    };
+    let report = validate_bundle(dir, suite);
+    let mut out = std::io::stdout().lock();
+    match output {
+        ValidateFormat::Json => {
+            writeln!(out, "{}", serde_json::to_string_pretty(&report.to_json())?)?
+        }
+        ValidateFormat::Text => {
+            // Grouped by file, as people fix them file by file.
+            let mut current_file: Option<&str> = None;
+            for finding in &report.findings {
+                let file = finding.file.as_deref();
+                if file.is_some() && file != current_file {
+                    writeln!(out, "{}:", file.unwrap_or_default())?;
+                }
+                current_file = file;
+                writeln!(out, "{}{finding}", if file.is_some() { "  " } else { "" })?;
+            }
+            if report.passed() {
+                writeln!(out, "{}: valid", dir.display())?;
+            }
+        }
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn list_objects(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {

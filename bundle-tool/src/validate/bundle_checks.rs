@@ -1,0 +1,253 @@
+//! The checks: CSV required fields, bundle/CSV consistency, service-account clashes, the
+//! size rule, and the operatorframework suite's categories and capabilities.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::{Finding, LoadedBundle, Report, Suite};
+
+fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The standard OperatorHub categories.
+const CATEGORIES: [&str; 16] = [
+    "AI/Machine Learning",
+    "Application Runtime",
+    "Big Data",
+    "Cloud Provider",
+    "Developer Tools",
+    "Database",
+    "Integration & Delivery",
+    "Logging & Tracing",
+    "Monitoring",
+    "Modernization & Migration",
+    "Networking",
+    "OpenShift Optional",
+    "Security",
+    "Storage",
+    "Streaming & Messaging",
+    "Observability",
+];
+
+/// The capability level names.
+pub const CAPABILITIES: [&str; 5] = [
+    "Basic Install",
+    "Seamless Upgrades",
+    "Full Lifecycle",
+    "Deep Insights",
+    "Auto Pilot",
+];
+
+/// The size limit of a bundle's manifests, gzip-compressed and base64-encoded.
+const MAX_BUNDLE_SIZE: u64 = 1 << 20;
+
+pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
+    let csv = &bundle.csv;
+    let name = text(csv, "/metadata/name").to_string();
+    let csv_file = bundle.csv_file.display().to_string();
+    let mut add = |finding: Finding| report.findings.push(finding);
+
+    // CSV required fields.
+    if name.is_empty() {
+        add(Finding {
+            field: Some("metadata.name".into()),
+            value: None,
+            ..Finding::error("", "csv name is empty")
+        }
+        .in_file(&csv_file));
+    }
+    if text(csv, "/spec/displayName").is_empty() {
+        add(Finding {
+            field: Some("spec.displayName".into()),
+            value: None,
+            ..Finding::error("", "required field missing")
+        }
+        .in_file(&csv_file));
+    }
+    let modes = csv
+        .pointer("/spec/installModes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if modes.is_empty() {
+        add(Finding::error(name.clone(), "install modes not found").in_file(&csv_file));
+    } else if !modes.iter().any(|m| m["supported"] == true) {
+        add(
+            Finding::error(name.clone(), "none of InstallModeTypes are supported")
+                .in_file(&csv_file),
+        );
+    }
+    if let Some(examples) = csv
+        .pointer("/metadata/annotations/alm-examples")
+        .and_then(Value::as_str)
+        && !examples.trim().is_empty()
+        && serde_json::from_str::<Value>(examples).is_err()
+    {
+        add(Finding::error(
+            name.clone(),
+            "invalid alm-examples: the value is not valid JSON",
+        )
+        .in_file(&csv_file));
+    }
+    let min_kube = text(csv, "/spec/minKubeVersion");
+    if !min_kube.is_empty() && crate::version_range::parse_version(min_kube).is_err() {
+        add(Finding::error(
+            name.clone(),
+            format!("spec.minKubeVersion {min_kube:?} is not a valid semantic version"),
+        )
+        .in_file(&csv_file));
+    }
+
+    // Owned CRDs and the CRDs in the bundle must be the same set.
+    let owned: BTreeSet<(String, String, String)> = csv
+        .pointer("/spec/customresourcedefinitions/owned")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            (
+                text(o, "/name").to_string(),
+                text(o, "/version").to_string(),
+                text(o, "/kind").to_string(),
+            )
+        })
+        .collect();
+    let mut present: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for (_, crd) in &bundle.crds {
+        let crd_name = text(crd, "/metadata/name").to_string();
+        let kind = text(crd, "/spec/names/kind").to_string();
+        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+            present.insert((
+                crd_name.clone(),
+                text(version, "/name").to_string(),
+                kind.clone(),
+            ));
+        }
+        let single = text(crd, "/spec/version");
+        if !single.is_empty() {
+            present.insert((crd_name.clone(), single.to_string(), kind.clone()));
+        }
+    }
+    let key = |(crd_name, version, kind): &(String, String, String)| {
+        let group = crd_name.split_once('.').map(|(_, g)| g).unwrap_or_default();
+        format!("{group}/{version}, Kind={kind}")
+    };
+    for missing in owned.difference(&present) {
+        add(Finding::error(
+            key(missing),
+            format!("owned CRD {:?} not found in bundle {name:?}", key(missing)),
+        ));
+    }
+    // Versions of an owned CRD that the CSV does not list are fine; CRDs it does not own are not.
+    let owned_names: BTreeSet<&String> = owned.iter().map(|(n, _, _)| n).collect();
+    for extra in present.iter().filter(|(n, _, _)| !owned_names.contains(n)) {
+        add(Finding::error(
+            key(extra),
+            format!(
+                "CRD {:?} is present in bundle {name:?} but not defined in CSV",
+                key(extra)
+            ),
+        ));
+    }
+
+    // A ServiceAccount manifest with the name of a CSV deployment's account.
+    let csv_accounts: BTreeSet<&str> = csv
+        .pointer("/spec/install/spec/deployments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|d| text(d, "/spec/template/spec/serviceAccountName"))
+        .collect();
+    for (file, object) in &bundle.others {
+        if object["kind"] == "ServiceAccount" {
+            let account = text(object, "/metadata/name");
+            if csv_accounts.contains(account) {
+                add(Finding::error(account, format!(
+                    "invalid service account found in bundle. This service account {account} in your bundle is not valid, because a service account with the same name was already specified in your CSV. If this was unintentional, please remove the service account manifest from your bundle. If it was intentional to specify a separate service account, please rename the SA in either the bundle manifest or the CSV."
+                )).in_file(file.display().to_string()));
+            }
+        }
+    }
+
+    // Size: every manifest gzip-compressed and base64-encoded, summed.
+    let mut compressed = 0u64;
+    let mut uncompressed = 0u64;
+    for (_, bytes) in &bundle.files {
+        uncompressed += bytes.len() as u64;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        if encoder.write_all(bytes).is_ok()
+            && let Ok(gz) = encoder.finish()
+        {
+            compressed += base64::engine::general_purpose::STANDARD.encode(gz).len() as u64;
+        }
+    }
+    if compressed > MAX_BUNDLE_SIZE {
+        add(Finding::error(
+            name.clone(),
+            format!(
+                "maximum bundle compressed size with gzip size exceeded: size=~{} , max={}. Bundle uncompressed size is {}",
+                decimal_units(compressed),
+                decimal_units(MAX_BUNDLE_SIZE),
+                decimal_units(uncompressed)
+            ),
+        ));
+    } else if compressed as f64 > MAX_BUNDLE_SIZE as f64 * 0.85 {
+        add(Finding::warning(
+            name.clone(),
+            format!(
+                "nearing maximum bundle compressed size with gzip: size=~{} , max={}. Bundle uncompressed size is {}",
+                decimal_units(compressed),
+                decimal_units(MAX_BUNDLE_SIZE),
+                decimal_units(uncompressed)
+            ),
+        ));
+    }
+
+    if suite == Suite::OperatorFramework {
+        let annotations = &csv["metadata"]["annotations"];
+        if let Some(categories) = annotations.get("categories").and_then(Value::as_str) {
+            for category in categories.split(',') {
+                if !CATEGORIES.contains(&category.trim()) {
+                    add(Finding::error("", format!(
+                        "({name}) csv.Metadata.Annotations[\"categories\"] value {category:?} is not in the set of standard categories"
+                    )).in_file(&csv_file));
+                }
+            }
+        }
+        if let Some(capability) = annotations.get("capabilities").and_then(Value::as_str)
+            && !CAPABILITIES.contains(&capability)
+        {
+            add(Finding::error("", format!(
+                "({name}) csv.Metadata.Annotations.Capabilities {capability:?} is not a valid capabilities level"
+            )).in_file(&csv_file));
+        }
+    }
+    report.findings.sort_by_key(|f| f.level);
+}
+
+/// Sizes as upstream prints them: decimal units, one decimal (`1.0 MB`).
+fn decimal_units(bytes: u64) -> String {
+    const UNIT: f64 = 1000.0;
+    if (bytes as f64) < UNIT {
+        return format!("{bytes} B");
+    }
+    let (mut div, mut exp) = (UNIT, 0usize);
+    let mut n = bytes as f64 / UNIT;
+    while n >= UNIT {
+        div *= UNIT;
+        exp += 1;
+        n /= UNIT;
+    }
+    format!(
+        "{:.1} {}B",
+        bytes as f64 / div,
+        ['k', 'M', 'G', 'T', 'P', 'E'][exp]
+    )
+}
