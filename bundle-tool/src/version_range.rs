@@ -284,6 +284,34 @@ pub fn parse_version(text: &str) -> Result<Version, String> {
     Version::parse(text).map_err(|e| e.to_string())
 }
 
+/// Parses a version the forgiving way (blang's `ParseTolerant`, which the CSV type uses):
+/// surrounding spaces and a leading `v` are dropped, leading zeros trimmed, and a missing minor
+/// or patch filled with 0.
+pub fn parse_version_tolerant(text: &str) -> Result<Version, String> {
+    let trimmed = text.trim();
+    let trimmed = trimmed.strip_prefix('v').unwrap_or(trimmed);
+    let mut parts: Vec<String> = trimmed.splitn(3, '.').map(str::to_string).collect();
+    for part in &mut parts {
+        if part.len() > 1 {
+            let stripped = part.trim_start_matches('0');
+            *part = if stripped.is_empty() || !stripped.starts_with(|c: char| c.is_ascii_digit()) {
+                format!("0{stripped}")
+            } else {
+                stripped.to_string()
+            };
+        }
+    }
+    if parts.len() < 3 {
+        if parts.last().is_some_and(|p| p.contains(['+', '-'])) {
+            return Err("Short version cannot contain PreRelease/Build meta data".into());
+        }
+        while parts.len() < 3 {
+            parts.push("0".into());
+        }
+    }
+    parse_version(&parts.join("."))
+}
+
 fn parse_comparator(part: &str) -> Result<Comparator, RangeError> {
     let (op_text, version_text) = split_operator(part)?;
     let op = match op_text {
@@ -386,6 +414,21 @@ mod tests {
             parse_version("1.2.3-rc.1+b.5").unwrap().to_string(),
             "1.2.3-rc.1+b.5"
         );
+    }
+
+    #[test]
+    fn tolerant_parsing_fills_and_trims_like_blang() {
+        assert_eq!(parse_version_tolerant("v1.2").unwrap().to_string(), "1.2.0");
+        assert_eq!(
+            parse_version_tolerant(" 01.002.3 ").unwrap().to_string(),
+            "1.2.3"
+        );
+        assert!(
+            parse_version_tolerant("1.2-rc")
+                .unwrap_err()
+                .contains("Short version")
+        );
+        assert!(parse_version_tolerant("not-a-version").is_err());
     }
 
     #[test]

@@ -20,27 +20,74 @@ fn total(program: &Path, args: &[&str], bundles: &[PathBuf]) -> Duration {
             .status()
             .expect("run");
         // Exit 1 is a verdict (8 corpus bundles are invalid), not a failure of the run.
-        assert!(matches!(status.code(), Some(0) | Some(1)), "{} crashed on {}", program.display(), bundle.display());
+        assert!(
+            matches!(status.code(), Some(0) | Some(1)),
+            "{} crashed on {}",
+            program.display(),
+            bundle.display()
+        );
     }
     started.elapsed()
 }
 
 fn main() {
-    let sdk = Assets::locate().expect("assets").operator_sdk().expect("operator-sdk");
-    let ours = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("bundle-tool");
-    assert!(ours.is_file(), "build bundle-tool first: cargo build --release -p bundle-tool");
+    let sdk = Assets::locate()
+        .expect("assets")
+        .operator_sdk()
+        .expect("operator-sdk");
+    let ours = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("bundle-tool");
+    assert!(
+        ours.is_file(),
+        "build bundle-tool first: cargo build --release -p bundle-tool"
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/bundles");
     let mut bundles = Vec::new();
-    for package in std::fs::read_dir(&root).expect("corpus").filter_map(Result::ok) {
-        for version in std::fs::read_dir(package.path()).unwrap().filter_map(Result::ok) {
+    for package in std::fs::read_dir(&root)
+        .expect("corpus")
+        .filter_map(Result::ok)
+    {
+        for version in std::fs::read_dir(package.path())
+            .unwrap()
+            .filter_map(Result::ok)
+        {
             bundles.push(version.path());
         }
     }
     bundles.sort();
-    let theirs = total(&sdk, &["bundle", "validate", "--select-optional", "suite=operatorframework"], &bundles);
-    let mine = total(&ours, &["validate", "--select-optional", "suite=operatorframework"], &bundles);
+    let theirs = total(
+        &sdk,
+        &[
+            "bundle",
+            "validate",
+            "--select-optional",
+            "suite=operatorframework",
+        ],
+        &bundles,
+    );
+    let mine = total(
+        &ours,
+        &["validate", "--select-optional", "suite=operatorframework"],
+        &bundles,
+    );
     println!("bundles validated           {}", bundles.len());
-    println!("operator-sdk total          {:.2} s ({:.1} ms per bundle)", theirs.as_secs_f64(), theirs.as_secs_f64() * 1e3 / bundles.len() as f64);
-    println!("bundle-tool total           {:.2} s ({:.1} ms per bundle)", mine.as_secs_f64(), mine.as_secs_f64() * 1e3 / bundles.len() as f64);
-    println!("speedup                     {:.1}x", theirs.as_secs_f64() / mine.as_secs_f64());
+    println!(
+        "operator-sdk total          {:.2} s ({:.1} ms per bundle)",
+        theirs.as_secs_f64(),
+        theirs.as_secs_f64() * 1e3 / bundles.len() as f64
+    );
+    println!(
+        "bundle-tool total           {:.2} s ({:.1} ms per bundle)",
+        mine.as_secs_f64(),
+        mine.as_secs_f64() * 1e3 / bundles.len() as f64
+    );
+    println!(
+        "speedup                     {:.1}x",
+        theirs.as_secs_f64() / mine.as_secs_f64()
+    );
 }

@@ -106,3 +106,152 @@ fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
     }
     eprintln!("{agree} bundles: same verdict and errors as operator-sdk ({invalid} invalid)");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().filter_map(Result::ok) {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Broken copies of the Redis bundle: each is rejected by both tools, and ours says why in a
+/// line that names the problem (and never panics).
+#[test]
+fn broken_bundles_are_rejected_with_a_clear_error() {
+    let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle");
+    let csv_name = "redis-operator.clusterserviceversion.yaml";
+    type Break = fn(&Path);
+    let cases: &[(&str, Break, &str)] = &[
+        (
+            "invalid YAML",
+            |m| {
+                std::fs::write(
+                    m.join("bad.yaml"),
+                    "apiVersion: v1\nkind: Service\nmetadata: {name: [oops\n",
+                )
+                .unwrap()
+            },
+            "bad.yaml:3:",
+        ),
+        (
+            "two CSVs",
+            |m| {
+                std::fs::copy(
+                    m.join("redis-operator.clusterserviceversion.yaml"),
+                    m.join("second.clusterserviceversion.yaml"),
+                )
+                .unwrap();
+            },
+            "contains multiple CSVs",
+        ),
+        (
+            "no CSV",
+            |m| std::fs::remove_file(m.join("redis-operator.clusterserviceversion.yaml")).unwrap(),
+            "unable to find a csv",
+        ),
+        (
+            "CRD the CSV does not own",
+            |m| {
+                let crd = std::fs::read_to_string(m.join("cache.example.com_redisclusters.yaml"))
+                    .unwrap();
+                let other = crd
+                    .replace(
+                        "redisclusters.cache.example.com",
+                        "others.cache.example.com",
+                    )
+                    .replace("plural: redisclusters", "plural: others")
+                    .replace("kind: RedisCluster\n", "kind: Other\n");
+                std::fs::write(m.join("cache.example.com_others.yaml"), other).unwrap();
+            },
+            "is present in bundle",
+        ),
+        (
+            "oversize",
+            |m| {
+                // Incompressible data: ~3 MB of it is over the 1 MiB compressed limit.
+                let mut state = 0x2545_f491_4f6c_dd1du64;
+                let blob: String = (0..3_000_000)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        char::from(b'a' + (state % 26) as u8)
+                    })
+                    .collect();
+                std::fs::write(m.join("big_v1_configmap.yaml"), format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  blob: {blob}\n")).unwrap();
+            },
+            "maximum bundle compressed size",
+        ),
+        (
+            "a kind a bundle cannot carry",
+            |m| {
+                std::fs::write(m.join("extra.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: extra}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n").unwrap()
+            },
+            "unsupported media type registry+v1",
+        ),
+        (
+            "non-semver version",
+            |m| {
+                let path = m.join("redis-operator.clusterserviceversion.yaml");
+                let csv = std::fs::read_to_string(&path).unwrap().replace(
+                    "\n  version: \"0.1.0\"\n",
+                    "\n  version: \"not-a-version\"\n",
+                );
+                std::fs::write(path, csv).unwrap();
+            },
+            "not a valid semantic version",
+        ),
+        (
+            "service account clash",
+            |m| {
+                std::fs::write(
+                    m.join("redis-operator_v1_serviceaccount.yaml"),
+                    "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: redis-operator}\n",
+                )
+                .unwrap()
+            },
+            "invalid service account found in bundle",
+        ),
+    ];
+    let _ = csv_name;
+    for (name, break_it, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("bundle");
+        copy_dir(&source, &bundle);
+        break_it(&bundle.join("manifests"));
+        let theirs = Command::new(&sdk)
+            .args([
+                "bundle",
+                "validate",
+                "--select-optional",
+                "suite=operatorframework",
+            ])
+            .arg(&bundle)
+            .output()
+            .unwrap();
+        let ours = Command::new(bundle_tool())
+            .args(["validate", "--select-optional", "suite=operatorframework"])
+            .arg(&bundle)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&ours.stdout).into_owned()
+            + &String::from_utf8_lossy(&ours.stderr);
+        assert!(!theirs.status.success(), "{name}: operator-sdk accepted it");
+        assert_eq!(
+            ours.status.code(),
+            Some(1),
+            "{name}: expected exit 1, got {:?}: {text}",
+            ours.status.code()
+        );
+        assert!(
+            text.contains(expected),
+            "{name}: {expected:?} not in our output:\n{text}"
+        );
+    }
+}

@@ -96,6 +96,30 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
         )
         .in_file(&csv_file));
     }
+    // The CSV type parses spec.version tolerantly (`v1.2` is 1.2.0); opm, when the bundle
+    // goes into a catalog, parses it strictly. An error for the first, a warning for the second.
+    let version = text(csv, "/spec/version");
+    match crate::version_range::parse_version_tolerant(version) {
+        Err(e) => add(Finding {
+            field: Some("spec.version".into()),
+            ..Finding::error(version, format!("not a valid semantic version: {e}"))
+        }
+        .in_file(&csv_file)),
+        Ok(_) => {
+            if let Err(e) = crate::version_range::parse_version(version) {
+                add(Finding {
+                    field: Some("spec.version".into()),
+                    ..Finding::warning(
+                        version,
+                        format!(
+                            "not a strict semantic version ({e}); opm will refuse it in a catalog"
+                        ),
+                    )
+                }
+                .in_file(&csv_file));
+            }
+        }
+    }
     let min_kube = text(csv, "/spec/minKubeVersion");
     if !min_kube.is_empty() && crate::version_range::parse_version(min_kube).is_err() {
         add(Finding::error(
@@ -155,6 +179,24 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
                 key(extra)
             ),
         ));
+    }
+
+    // Kinds a registry+v1 bundle cannot carry.
+    for (file, object) in &bundle.others {
+        let kind = text(object, "/kind");
+        if !crate::bundle::generate::SUPPORTED_KINDS.contains(&kind) {
+            let api_version = text(object, "/apiVersion");
+            let group_version = if api_version.contains('/') {
+                api_version.to_string()
+            } else {
+                format!("/{api_version}")
+            };
+            add(Finding::error(
+                format!("{group_version}, Kind={kind}"),
+                "unsupported media type registry+v1 for bundle object",
+            )
+            .in_file(file.display().to_string()));
+        }
     }
 
     // A ServiceAccount manifest with the name of a CSV deployment's account.

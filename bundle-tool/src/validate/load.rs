@@ -126,7 +126,7 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
     let Some((csv_file, csv)) = csv else {
         errors.extend(fail(format!(
             "unable to find a csv in bundle directory {}",
-            dir.display()
+            manifests.display()
         )));
         return Err(errors);
     };
