@@ -9,11 +9,13 @@
 //! - [`catalog`]: file-based catalogs: the format as written (`declcfg`), one validated
 //!   model with every rule of `opm validate` (`model`), and render.
 //! - [`validate`]: bundle validation with operator-framework/api's checks and messages.
+//! - [`image`]: deterministic OCI bundle images; OCI layouts; push and pull.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
 
 pub mod bundle;
 pub mod catalog;
+pub mod image;
 pub mod image_ref;
 pub mod manifest;
 pub mod validate;

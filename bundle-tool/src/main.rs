@@ -36,6 +36,43 @@ enum Command {
         #[arg(short, long, value_enum, default_value = "text")]
         output: ValidateFormat,
     },
+    /// Build a bundle folder into a deterministic OCI image, written to an OCI image layout.
+    Build {
+        /// The bundle folder.
+        dir: PathBuf,
+        /// The tag in the layout (default `v<version>` from the CSV).
+        #[arg(long)]
+        tag: Option<String>,
+        /// The OCI image layout folder.
+        #[arg(long, default_value = "target/oci")]
+        oci_layout: PathBuf,
+    },
+    /// Push a bundle folder (built on the fly) or an OCI layout to a registry; prints
+    /// `REF@sha256:…` after checking the registry's digest.
+    Push {
+        /// A bundle folder, or an OCI layout folder (`DIR` or `DIR:TAG`).
+        source: String,
+        /// Where to push, e.g. `quay.io/me/redis-operator-bundle:v0.1.0`.
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Pull a bundle image and unpack it into a folder (safely: no paths escape it).
+    Pull {
+        /// The image.
+        reference: String,
+        /// Where to unpack.
+        dir: PathBuf,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Show an image's digest, labels and layers.
+    Inspect {
+        /// The image.
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
     /// File-based catalogs: validate and render.
     #[command(subcommand)]
     Catalog(CatalogCommand),
@@ -65,6 +102,96 @@ enum CatalogCommand {
         #[arg(short, long, value_enum, default_value = "json")]
         output: RenderFormat,
     },
+}
+
+#[derive(clap::Args)]
+struct RegistryArgs {
+    /// Talk plain HTTP (for registries on localhost).
+    #[arg(long)]
+    plain_http: bool,
+    /// User name; the password is read from standard input with --password-stdin, else auth
+    /// files ($REGISTRY_AUTH_FILE, ~/.docker/config.json) are used.
+    #[arg(long, requires = "password_stdin")]
+    username: Option<String>,
+    /// Read the password from standard input (never from the command line).
+    #[arg(long, requires = "username")]
+    password_stdin: bool,
+}
+
+impl RegistryArgs {
+    fn client(
+        &self,
+        reference: &oci_client::Reference,
+    ) -> anyhow::Result<bundle_tool::image::RegistryClient> {
+        use bundle_tool::image::Credentials;
+        let credentials = match &self.username {
+            Some(username) => {
+                let password = std::io::read_to_string(std::io::stdin())?
+                    .trim_end_matches(['\n', '\r'])
+                    .to_string();
+                Credentials::Basic {
+                    username: username.clone(),
+                    password,
+                }
+            }
+            None => Credentials::from_auth_files(reference.registry()),
+        };
+        Ok(bundle_tool::image::RegistryClient::new(
+            self.plain_http,
+            credentials,
+        ))
+    }
+}
+
+fn parse_reference(text: &str) -> anyhow::Result<oci_client::Reference> {
+    text.parse()
+        .map_err(|e| anyhow::anyhow!("{text:?} is not an image reference: {e}"))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The bundle labels: every key of metadata/annotations.yaml.
+fn bundle_labels(dir: &Path) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let path = dir.join("metadata").join("annotations.yaml");
+    let documents = manifest::read_path(&path)?;
+    let annotations = documents
+        .first()
+        .and_then(|d| d.value.get("annotations"))
+        .and_then(serde_json::Value::as_object)
+        .with_context(|| format!("{}: no `annotations:` map", path.display()))?;
+    Ok(annotations
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string()),
+            )
+        })
+        .collect())
+}
+
+fn build_image(dir: &Path) -> anyhow::Result<bundle_tool::image::BuiltImage> {
+    let labels = bundle_labels(dir)?;
+    Ok(bundle_tool::image::build_bundle_image(dir, &labels)?)
+}
+
+fn csv_version(dir: &Path) -> Option<String> {
+    let documents = manifest::read_path(&dir.join("manifests")).ok()?;
+    documents
+        .iter()
+        .find(|d| d.value["kind"] == "ClusterServiceVersion")
+        .and_then(|d| {
+            d.value
+                .pointer("/spec/version")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        })
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -131,6 +258,81 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate(args),
+        Command::Build {
+            dir,
+            tag,
+            oci_layout,
+        } => {
+            let image = build_image(&dir)?;
+            let tag = tag
+                .or_else(|| csv_version(&dir).map(|v| format!("v{v}")))
+                .unwrap_or_else(|| "latest".into());
+            bundle_tool::image::write_layout(&oci_layout, &tag, &image)?;
+            println!("{}:{tag}@{}", oci_layout.display(), image.digest());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Push {
+            source,
+            reference,
+            registry,
+        } => {
+            let target = parse_reference(&reference)?;
+            let (path, tag) = match source.rsplit_once(':') {
+                Some((path, tag)) if Path::new(path).join("index.json").is_file() => {
+                    (PathBuf::from(path), Some(tag.to_string()))
+                }
+                _ => (PathBuf::from(&source), None),
+            };
+            let image = if path.join("index.json").is_file() {
+                bundle_tool::image::read_layout(&path, tag.as_deref())?
+            } else {
+                build_image(&path)?
+            };
+            let client = registry.client(&target)?;
+            let digest = runtime()?.block_on(client.push(&target, &image))?;
+            println!(
+                "{}@{digest}",
+                target.whole().split('@').next().unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Pull {
+            reference,
+            dir,
+            registry,
+        } => {
+            let source = parse_reference(&reference)?;
+            let client = registry.client(&source)?;
+            let image = runtime()?.block_on(client.pull(&source))?;
+            let files = bundle_tool::image::unpack_layer(&image.layer, &dir)?;
+            println!(
+                "unpacked {} files of {}@{} into {}",
+                files.len(),
+                reference,
+                image.digest(),
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Inspect {
+            reference,
+            registry,
+        } => {
+            let source = parse_reference(&reference)?;
+            let client = registry.client(&source)?;
+            let image = runtime()?.block_on(client.pull(&source))?;
+            let config: serde_json::Value = serde_json::from_slice(&image.config)?;
+            let manifest: serde_json::Value = serde_json::from_slice(&image.manifest)?;
+            let report = serde_json::json!({
+                "reference": reference,
+                "digest": image.digest(),
+                "mediaType": manifest["mediaType"],
+                "labels": config["config"]["Labels"],
+                "layers": manifest["layers"],
+            });
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Validate {
             dir,
             select_optional,

@@ -1,0 +1,131 @@
+//! Building the image: one layer holding `manifests/` and `metadata/` (as a `FROM scratch`
+//! bundle.Dockerfile build would), the bundle labels in the config. Same bundle, same bytes:
+//! entries sorted, fixed mtimes/owners/modes, gzip with a fixed level and no timestamp.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest};
+
+/// An image in memory: its blobs and the manifest that ties them together.
+#[derive(Clone, Debug)]
+pub struct BuiltImage {
+    /// The manifest, exactly as pushed (its digest is the image digest).
+    pub manifest: Vec<u8>,
+    /// The config blob.
+    pub config: Vec<u8>,
+    /// The compressed layer blob.
+    pub layer: Vec<u8>,
+}
+
+impl BuiltImage {
+    /// `sha256:…` of the manifest.
+    pub fn digest(&self) -> String {
+        digest(&self.manifest)
+    }
+
+    /// Every blob (config and layer) with its digest.
+    pub fn blobs(&self) -> Vec<(String, &[u8])> {
+        vec![
+            (digest(&self.config), &self.config[..]),
+            (digest(&self.layer), &self.layer[..]),
+        ]
+    }
+}
+
+/// Files under `root/<folder>`, relative paths sorted.
+fn files(
+    root: &Path,
+    folder: &str,
+    out: &mut Vec<(String, std::path::PathBuf)>,
+) -> std::io::Result<()> {
+    let dir = root.join(folder);
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)?.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = format!("{folder}/{}", entry.file_name().to_string_lossy());
+        if entry.file_type()?.is_dir() {
+            out.push((format!("{name}/"), entry.path()));
+            files(root, &name, out)?;
+        } else if entry.file_type()?.is_file() {
+            out.push((name, entry.path()));
+        }
+        // Symlinks and other special files are not copied into images.
+    }
+    Ok(())
+}
+
+fn tar_layer(bundle: &Path, folders: &[&str]) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.mode(tar::HeaderMode::Deterministic);
+    for folder in folders {
+        let mut entries = vec![(format!("{folder}/"), bundle.join(folder))];
+        files(bundle, folder, &mut entries)?;
+        for (name, path) in entries {
+            let mut header = tar::Header::new_ustar();
+            header.set_mtime(0);
+            header.set_uid(0);
+            header.set_gid(0);
+            if name.ends_with('/') {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_size(0);
+                builder.append_data(&mut header, &name, std::io::empty())?;
+            } else {
+                let data = std::fs::read(&path)?;
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(0o644);
+                header.set_size(data.len() as u64);
+                builder.append_data(&mut header, &name, &data[..])?;
+            }
+        }
+    }
+    builder.into_inner()
+}
+
+/// Builds the image of the bundle folder `bundle` with `labels` in its config.
+pub fn build_bundle_image(
+    bundle: &Path,
+    labels: &BTreeMap<String, String>,
+) -> std::io::Result<BuiltImage> {
+    build_image(bundle, &["manifests", "metadata"], labels)
+}
+
+/// Builds an image whose one layer holds `folders` of `root`.
+pub fn build_image(
+    root: &Path,
+    folders: &[&str],
+    labels: &BTreeMap<String, String>,
+) -> std::io::Result<BuiltImage> {
+    let tar = tar_layer(root, folders)?;
+    let diff_id = digest(&tar);
+    // Pinned: gzip level 6 and the miniz_oxide backend (the default) with mtime 0 make the
+    // compressed bytes, and so the layer digest, the same on every machine.
+    let mut encoder = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::new(6));
+    encoder.write_all(&tar)?;
+    let layer = encoder.finish()?;
+    let config: Value = json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Labels": labels},
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+    });
+    let config = serde_json::to_vec(&config).expect("JSON values serialize");
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": digest(&config), "size": config.len()},
+        "layers": [{"mediaType": LAYER_MEDIA_TYPE, "digest": digest(&layer), "size": layer.len()}],
+    });
+    let manifest = serde_json::to_vec(&manifest).expect("JSON values serialize");
+    Ok(BuiltImage {
+        manifest,
+        config,
+        layer,
+    })
+}

@@ -1,0 +1,93 @@
+//! OCI image layout folders: `oci-layout`, `index.json` and `blobs/sha256/…`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{BuiltImage, MANIFEST_MEDIA_TYPE, digest};
+use crate::bundle::write::write_file_atomically;
+
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+fn write_blob(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let hex = digest(bytes).trim_start_matches("sha256:").to_string();
+    let path = dir.join("blobs").join("sha256").join(hex);
+    if !path.exists() {
+        std::fs::create_dir_all(path.parent().expect("blob folder"))?;
+        write_file_atomically(&path, bytes)?;
+    }
+    Ok(())
+}
+
+/// Adds `image` to the layout at `dir` under `tag` (replacing an earlier image of that tag).
+pub fn write_layout(dir: &Path, tag: &str, image: &BuiltImage) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    write_file_atomically(
+        &dir.join("oci-layout"),
+        br#"{"imageLayoutVersion":"1.0.0"}"#,
+    )?;
+    for (_, blob) in image.blobs() {
+        write_blob(dir, blob)?;
+    }
+    write_blob(dir, &image.manifest)?;
+    let index_path = dir.join("index.json");
+    let mut index: Value = std::fs::read(&index_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| json!({"schemaVersion": 2, "manifests": []}));
+    let manifests = index["manifests"]
+        .as_array_mut()
+        .expect("index.json has manifests");
+    manifests.retain(|m| m["annotations"][REF_NAME] != tag);
+    manifests.push(json!({
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "digest": image.digest(),
+        "size": image.manifest.len(),
+        "annotations": {REF_NAME: tag},
+    }));
+    write_file_atomically(
+        &index_path,
+        &serde_json::to_vec(&index).expect("serializes"),
+    )
+}
+
+/// Reads the image tagged `tag` (or the only one) from the layout at `dir`.
+pub fn read_layout(dir: &Path, tag: Option<&str>) -> std::io::Result<BuiltImage> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+    let index: Value = serde_json::from_slice(&std::fs::read(dir.join("index.json"))?)
+        .map_err(|e| invalid(format!("{}: {e}", dir.join("index.json").display())))?;
+    let manifests = index["manifests"].as_array().cloned().unwrap_or_default();
+    let entry = match tag {
+        Some(tag) => manifests.iter().find(|m| m["annotations"][REF_NAME] == tag),
+        None if manifests.len() == 1 => manifests.first(),
+        None => None,
+    }
+    .ok_or_else(|| invalid(format!("{}: no image tagged {tag:?}", dir.display())))?;
+    let blob = |d: &str| -> std::io::Result<Vec<u8>> {
+        let bytes = std::fs::read(
+            dir.join("blobs")
+                .join("sha256")
+                .join(d.trim_start_matches("sha256:")),
+        )?;
+        if digest(&bytes) != d {
+            return Err(invalid(format!("blob {d} does not match its digest")));
+        }
+        Ok(bytes)
+    };
+    let manifest = blob(entry["digest"].as_str().unwrap_or_default())?;
+    let parsed: Value = serde_json::from_slice(&manifest).map_err(|e| invalid(e.to_string()))?;
+    let config = blob(parsed["config"]["digest"].as_str().unwrap_or_default())?;
+    let layers = parsed["layers"].as_array().cloned().unwrap_or_default();
+    if layers.len() != 1 {
+        return Err(invalid(format!(
+            "expected one layer, found {}",
+            layers.len()
+        )));
+    }
+    let layer = blob(layers[0]["digest"].as_str().unwrap_or_default())?;
+    Ok(BuiltImage {
+        manifest,
+        config,
+        layer,
+    })
+}

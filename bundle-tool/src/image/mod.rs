@@ -1,0 +1,29 @@
+//! Bundle images without Docker: a deterministic OCI image built from a bundle folder, written
+//! to an OCI image layout (readable by skopeo and umoci), pushed to any distribution registry
+//! and pulled back safely.
+
+mod build;
+mod layout;
+mod registry;
+mod unpack;
+
+pub use build::{BuiltImage, build_bundle_image};
+pub use layout::{read_layout, write_layout};
+pub use registry::{Credentials, RegistryClient};
+pub use unpack::unpack_layer;
+
+use sha2::{Digest, Sha256};
+
+/// OCI image manifest media type.
+pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+/// OCI image config media type.
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+/// OCI gzip layer media type.
+pub const LAYER_MEDIA_TYPE: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+
+/// `sha256:<hex>` of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}

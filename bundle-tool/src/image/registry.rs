@@ -1,0 +1,248 @@
+//! Pushing and pulling images with oci-client: blobs that the registry already has are not
+//! sent again, transient failures (5xx, dropped connections) are retried with backoff, and a
+//! push is reported only after the registry's manifest digest matches ours.
+
+use std::time::Duration;
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use serde_json::Value;
+
+use super::{BuiltImage, MANIFEST_MEDIA_TYPE, digest};
+
+/// Registry credentials. `Debug` never shows the password.
+#[derive(Clone, Default)]
+pub enum Credentials {
+    /// No credentials.
+    #[default]
+    Anonymous,
+    /// HTTP basic auth.
+    Basic {
+        /// User name.
+        username: String,
+        /// Password (never printed).
+        password: String,
+    },
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::Anonymous => write!(f, "Anonymous"),
+            Credentials::Basic { username, .. } => write!(f, "Basic({username}, <redacted>)"),
+        }
+    }
+}
+
+impl Credentials {
+    /// Credentials for `registry` from a Docker/Podman auth file: `$REGISTRY_AUTH_FILE`, else
+    /// `~/.docker/config.json` (the `auths.<registry>.auth` base64 `user:password` entry).
+    pub fn from_auth_files(registry: &str) -> Credentials {
+        let candidates = [
+            std::env::var_os("REGISTRY_AUTH_FILE").map(std::path::PathBuf::from),
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".docker/config.json")),
+        ];
+        for path in candidates.into_iter().flatten() {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let Ok(config) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let Some(encoded) = config["auths"][registry]["auth"].as_str() else {
+                continue;
+            };
+            let Ok(decoded) =
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)
+            else {
+                continue;
+            };
+            if let Some((username, password)) = String::from_utf8_lossy(&decoded).split_once(':') {
+                return Credentials::Basic {
+                    username: username.into(),
+                    password: password.into(),
+                };
+            }
+        }
+        Credentials::Anonymous
+    }
+
+    fn auth(&self) -> RegistryAuth {
+        match self {
+            Credentials::Anonymous => RegistryAuth::Anonymous,
+            Credentials::Basic { username, password } => {
+                RegistryAuth::Basic(username.clone(), password.clone())
+            }
+        }
+    }
+}
+
+/// A client for one registry protocol (HTTPS, or plain HTTP for local registries).
+pub struct RegistryClient {
+    client: Client,
+    credentials: Credentials,
+    /// Attempts per operation before giving up.
+    pub attempts: u32,
+}
+
+/// Whether an error is worth another try: server errors and broken connections, not refusals.
+fn transient(error: &oci_client::errors::OciDistributionError) -> bool {
+    let text = error.to_string();
+    let refused = text.contains("401")
+        || text.contains("403")
+        || text.contains("404")
+        || text.to_lowercase().contains("unauthorized");
+    !refused
+}
+
+impl RegistryClient {
+    /// A client; `plain_http` for registries without TLS (e.g. on localhost).
+    pub fn new(plain_http: bool, credentials: Credentials) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = ClientConfig {
+            protocol: if plain_http {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
+            ..Default::default()
+        };
+        RegistryClient {
+            client: Client::new(config),
+            credentials,
+            attempts: 6,
+        }
+    }
+
+    async fn retry<T, F, Fut>(&self, what: &str, mut operation: F) -> anyhow::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, oci_client::errors::OciDistributionError>>,
+    {
+        let mut delay = Duration::from_millis(200);
+        let mut attempt = 1;
+        loop {
+            match operation().await {
+                Ok(value) => return Ok(value),
+                Err(error) if attempt < self.attempts && transient(&error) => {
+                    tracing::debug!(%error, attempt, "{what}: retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    attempt += 1;
+                }
+                Err(error) => anyhow::bail!("{what}: {error}"),
+            }
+        }
+    }
+
+    /// Pushes `image` to `reference`; returns the digest the registry reports, which must be
+    /// ours.
+    pub async fn push(&self, reference: &Reference, image: &BuiltImage) -> anyhow::Result<String> {
+        let auth = self.credentials.auth();
+        self.client
+            .store_auth_if_needed(reference.resolve_registry(), &auth)
+            .await;
+        self.retry("authenticating", || {
+            self.client
+                .auth(reference, &auth, oci_client::RegistryOperation::Push)
+        })
+        .await?;
+        for (blob_digest, bytes) in image.blobs() {
+            let exists = self
+                .retry("checking a blob", || {
+                    self.client.blob_exists(reference, &blob_digest)
+                })
+                .await?;
+            if !exists {
+                let data = bytes::Bytes::copy_from_slice(bytes);
+                self.retry("pushing a blob", || {
+                    self.client.push_blob(reference, data.clone(), &blob_digest)
+                })
+                .await?;
+            }
+        }
+        let manifest = bytes::Bytes::from(image.manifest.clone());
+        let content_type = http::HeaderValue::from_static(MANIFEST_MEDIA_TYPE);
+        self.retry("pushing the manifest", || {
+            self.client
+                .push_manifest_raw(reference, manifest.clone(), content_type.clone())
+        })
+        .await?;
+        let reported = self
+            .retry("verifying the pushed digest", || {
+                self.client.fetch_manifest_digest(reference, &auth)
+            })
+            .await?;
+        let expected = image.digest();
+        anyhow::ensure!(
+            reported == expected,
+            "the registry reports digest {reported} for {reference}, but we pushed {expected}"
+        );
+        Ok(reported)
+    }
+
+    /// Pulls the single-layer image at `reference`, verifying every digest.
+    pub async fn pull(&self, reference: &Reference) -> anyhow::Result<BuiltImage> {
+        let auth = self.credentials.auth();
+        let (manifest, reported) = self
+            .retry("pulling the manifest", || {
+                self.client.pull_manifest_raw(
+                    reference,
+                    &auth,
+                    &[
+                        MANIFEST_MEDIA_TYPE,
+                        "application/vnd.docker.distribution.manifest.v2+json",
+                    ],
+                )
+            })
+            .await?;
+        anyhow::ensure!(
+            digest(&manifest) == reported || reported.is_empty(),
+            "manifest digest mismatch for {reference}"
+        );
+        if let Some(pinned) = reference.digest() {
+            anyhow::ensure!(
+                digest(&manifest) == pinned,
+                "manifest of {reference} does not match the digest in the reference"
+            );
+        }
+        let parsed: Value = serde_json::from_slice(&manifest)?;
+        let fetch = |d: String| async move {
+            let out = self
+                .retry("pulling a blob", || {
+                    let d = d.clone();
+                    async move {
+                        let mut out = Vec::new();
+                        self.client
+                            .pull_blob(reference, d.as_str(), &mut out)
+                            .await
+                            .map(|_| out)
+                    }
+                })
+                .await?;
+            anyhow::ensure!(digest(&out) == d, "blob {d} does not match its digest");
+            anyhow::Ok(out)
+        };
+        let config = fetch(
+            parsed["config"]["digest"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+        .await?;
+        let layers = parsed["layers"].as_array().cloned().unwrap_or_default();
+        anyhow::ensure!(
+            layers.len() == 1,
+            "{reference} has {} layers; a bundle image has one",
+            layers.len()
+        );
+        let layer = fetch(layers[0]["digest"].as_str().unwrap_or_default().to_string()).await?;
+        Ok(BuiltImage {
+            manifest: manifest.to_vec(),
+            config,
+            layer,
+        })
+    }
+}

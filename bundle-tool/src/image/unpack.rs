@@ -1,0 +1,123 @@
+//! Unpacking a layer safely: no absolute paths, no `..`, no links, bounded sizes.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+/// Largest total of unpacked bytes accepted (bundles are limited to about 1 MiB compressed).
+const MAX_TOTAL: u64 = 64 * 1024 * 1024;
+
+/// Unpacks the gzip tar `layer` into `dir`, refusing anything that could escape it.
+pub fn unpack_layer(layer: &[u8], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
+    let mut written = Vec::new();
+    let mut total = 0u64;
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.into_owned();
+        let safe = path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        anyhow::ensure!(
+            safe,
+            "refusing layer entry {}: absolute or parent path",
+            path.display()
+        );
+        let target = dir.join(&path);
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => std::fs::create_dir_all(&target)?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let size = entry.header().size()?;
+                total += size;
+                anyhow::ensure!(
+                    total <= MAX_TOTAL,
+                    "layer unpacks to more than {MAX_TOTAL} bytes"
+                );
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let mut data = Vec::with_capacity(size as usize);
+                entry.by_ref().take(size).read_to_end(&mut data)?;
+                std::fs::write(&target, data)?;
+                written.push(path);
+            }
+            other => anyhow::bail!(
+                "refusing layer entry {} of type {other:?} (links and devices are not unpacked)",
+                path.display()
+            ),
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn layer(entries: &[(&str, tar::EntryType)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, kind) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(if *kind == tar::EntryType::Regular {
+                2
+            } else {
+                0
+            });
+            header.set_mode(0o644);
+            if *kind == tar::EntryType::Symlink {
+                header.set_link_name("/etc/passwd").unwrap();
+            }
+            // Write the raw name so that unsafe paths reach the unpacker.
+            let bytes = name.as_bytes();
+            header.as_old_mut().name[..bytes.len()].copy_from_slice(bytes);
+            header.set_cksum();
+            builder
+                .append(
+                    &header,
+                    &b"hi"[..usize::from(*kind == tar::EntryType::Regular) * 2],
+                )
+                .unwrap();
+        }
+        let tar = builder.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn unpacks_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = unpack_layer(
+            &layer(&[("manifests/a.yaml", tar::EntryType::Regular)]),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(files, vec![PathBuf::from("manifests/a.yaml")]);
+        assert_eq!(
+            std::fs::read(dir.path().join("manifests/a.yaml")).unwrap(),
+            b"hi"
+        );
+    }
+
+    #[test]
+    fn refuses_escapes_and_links() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(unpack_layer(&layer(&[("../evil", tar::EntryType::Regular)]), dir.path()).is_err());
+        assert!(
+            unpack_layer(
+                &layer(&[("/etc/evil", tar::EntryType::Regular)]),
+                dir.path()
+            )
+            .is_err()
+        );
+        assert!(
+            unpack_layer(
+                &layer(&[("manifests/link", tar::EntryType::Symlink)]),
+                dir.path()
+            )
+            .is_err()
+        );
+        assert!(!dir.path().parent().unwrap().join("evil").exists());
+    }
+}

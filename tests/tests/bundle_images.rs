@@ -1,0 +1,277 @@
+//! `bundle-tool build / push / pull / inspect` against the real registries (Debian's
+//! docker-registry), checked with skopeo and opm.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use e2e::assets::Assets;
+use e2e::{OciRegistry, RegistryAuth};
+use serde_json::Value;
+
+fn bundle_tool() -> PathBuf {
+    let exe = std::env::current_exe().expect("test path");
+    let path = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join("bundle-tool");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build -p bundle-tool`",
+        path.display()
+    );
+    path
+}
+
+fn redis_bundle() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle")
+}
+
+fn run(command: &mut Command, stdin: Option<&str>) -> std::process::Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn ok(output: std::process::Output) -> String {
+    assert!(
+        output.status.success(),
+        "failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().filter_map(Result::ok) {
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn building_twice_in_different_places_gives_the_same_digest() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    copy_dir(&redis_bundle(), &b.path().join("copy"));
+    let first = ok(run(
+        Command::new(bundle_tool())
+            .args(["build"])
+            .arg(redis_bundle())
+            .arg("--oci-layout")
+            .arg(a.path().join("oci")),
+        None,
+    ));
+    let second = ok(run(
+        Command::new(bundle_tool())
+            .args(["build"])
+            .arg(b.path().join("copy"))
+            .arg("--oci-layout")
+            .arg(b.path().join("oci")),
+        None,
+    ));
+    let digest = |s: &str| {
+        s.trim()
+            .rsplit_once('@')
+            .map(|(_, d)| d.to_string())
+            .unwrap()
+    };
+    assert_eq!(digest(&first), digest(&second));
+    // skopeo reads the layout and sees the bundle labels.
+    let layout = format!("oci:{}:v0.1.0", a.path().join("oci").display());
+    let inspected: Value = serde_json::from_str(&ok(run(
+        Command::new("skopeo").args(["inspect", &layout]),
+        None,
+    )))
+    .unwrap();
+    assert_eq!(inspected["Digest"], digest(&first));
+    assert_eq!(
+        inspected["Labels"]["operators.operatorframework.io.bundle.package.v1"],
+        "redis-operator"
+    );
+    assert_eq!(
+        inspected["Labels"]["operators.operatorframework.io.bundle.mediatype.v1"],
+        "registry+v1"
+    );
+}
+
+fn without_image(mut rendered: Value, image: &str) -> Value {
+    rendered["image"] = Value::String(String::new());
+    if let Some(related) = rendered["relatedImages"].as_array_mut() {
+        related.retain(|r| r["image"] != image);
+    }
+    rendered
+}
+
+#[tokio::test]
+async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let reference = format!("{}/example/redis-operator-bundle:v0.1.0", registry.host());
+    let pushed = ok(run(
+        Command::new(bundle_tool())
+            .args(["push"])
+            .arg(redis_bundle())
+            .args([&reference, "--plain-http"]),
+        None,
+    ));
+    let digest = pushed
+        .trim()
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_string())
+        .expect("REF@digest");
+    assert!(pushed.starts_with(&reference), "{pushed}");
+
+    let inspected: Value = serde_json::from_str(&ok(run(
+        Command::new("skopeo").args([
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ]),
+        None,
+    )))?;
+    assert_eq!(inspected["Digest"], digest);
+    assert_eq!(
+        inspected["Labels"]["operators.operatorframework.io.bundle.channels.v1"],
+        "alpha"
+    );
+
+    // opm reads the image the way OLM does: its render equals the folder's, image aside.
+    let opm = Assets::locate()?.opm()?;
+    let from_image: Value = serde_json::from_str(&ok(run(
+        Command::new(&opm).args(["render", "--use-http", &reference, "-o", "json"]),
+        None,
+    )))?;
+    let from_dir: Value = serde_json::from_str(&ok(run(
+        Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(redis_bundle()),
+        None,
+    )))?;
+    assert_eq!(from_image["image"], reference.as_str());
+    assert_eq!(without_image(from_image, &reference), from_dir);
+
+    // Our pull gives back the same files, byte for byte.
+    let out = tempfile::tempdir()?;
+    ok(run(
+        Command::new(bundle_tool())
+            .args(["pull", &reference])
+            .arg(out.path())
+            .arg("--plain-http"),
+        None,
+    ));
+    for folder in ["manifests", "metadata"] {
+        for entry in std::fs::read_dir(redis_bundle().join(folder))?.filter_map(Result::ok) {
+            let pulled = std::fs::read(out.path().join(folder).join(entry.file_name()))?;
+            assert_eq!(
+                pulled,
+                std::fs::read(entry.path())?,
+                "{folder}/{:?} differs",
+                entry.file_name()
+            );
+        }
+    }
+    // A second push of the same image sends no blob again and gives the same digest.
+    let again = ok(run(
+        Command::new(bundle_tool())
+            .args(["push"])
+            .arg(redis_bundle())
+            .args([&reference, "--plain-http"]),
+        None,
+    ));
+    assert_eq!(again.trim(), pushed.trim());
+    Ok(())
+}
+
+#[tokio::test]
+async fn push_with_basic_auth_reads_the_password_from_stdin_and_never_prints_it()
+-> anyhow::Result<()> {
+    let secret = "pa55-e2e-never-shown";
+    let registry = OciRegistry::start(RegistryAuth::Htpasswd {
+        username: "releaser".into(),
+        password: secret.into(),
+    })
+    .await?;
+    let reference = format!("{}/example/redis-operator-bundle:v0.1.0", registry.host());
+
+    let wrong = run(
+        Command::new(bundle_tool())
+            .args(["push"])
+            .arg(redis_bundle())
+            .args([
+                &reference,
+                "--plain-http",
+                "--username",
+                "releaser",
+                "--password-stdin",
+            ]),
+        Some("not-the-password\n"),
+    );
+    let wrong_text = String::from_utf8_lossy(&wrong.stderr).into_owned()
+        + &String::from_utf8_lossy(&wrong.stdout);
+    assert_eq!(
+        wrong.status.code(),
+        Some(1),
+        "a wrong password must fail with exit 1: {wrong_text}"
+    );
+    assert!(
+        wrong_text.to_lowercase().contains("unauthorized") || wrong_text.contains("401"),
+        "unclear error: {wrong_text}"
+    );
+    assert!(!wrong_text.contains("not-the-password"));
+
+    let pushed = run(
+        Command::new(bundle_tool())
+            .args(["push"])
+            .arg(redis_bundle())
+            .args([
+                &reference,
+                "--plain-http",
+                "--username",
+                "releaser",
+                "--password-stdin",
+            ]),
+        Some(&format!("{secret}\n")),
+    );
+    let text = String::from_utf8_lossy(&pushed.stdout).into_owned()
+        + &String::from_utf8_lossy(&pushed.stderr);
+    assert!(pushed.status.success(), "{text}");
+    assert!(
+        !text.contains(secret),
+        "the password appeared in the output"
+    );
+
+    let inspected = run(
+        Command::new("skopeo").args([
+            "inspect",
+            "--tls-verify=false",
+            "--creds",
+            &format!("releaser:{secret}"),
+            &format!("docker://{reference}"),
+        ]),
+        None,
+    );
+    let inspected: Value = serde_json::from_str(&ok(inspected))?;
+    assert_eq!(
+        inspected["Digest"].as_str(),
+        text.trim().rsplit_once('@').map(|(_, d)| d)
+    );
+    Ok(())
+}
