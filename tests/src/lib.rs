@@ -14,6 +14,7 @@
 
 pub mod assets;
 mod control_plane;
+mod fault_proxy;
 mod pki;
 mod ports;
 mod process;
@@ -22,6 +23,7 @@ mod registry;
 
 pub(crate) use control_plane::client_from as control_plane_client;
 pub use control_plane::{ControlPlane, ControlPlaneOptions};
+pub use fault_proxy::FaultyProxy;
 pub use process::ManagedProcess;
 pub use registry::{OciRegistry, RegistryAuth};
 

@@ -1,0 +1,117 @@
+//! A loopback HTTP proxy that fails some requests on purpose — a 503, or a connection cut
+//! before any answer — to test that clients retry. One request per connection: the proxy
+//! reads a request, forwards it with `Connection: close`, relays the answer and closes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A running proxy; it stops with the test binary.
+pub struct FaultyProxy {
+    port: u16,
+    requests: Arc<AtomicUsize>,
+    faults: Arc<AtomicUsize>,
+}
+
+impl FaultyProxy {
+    /// Proxies `127.0.0.1:<upstream>`, failing every `every`-th request (alternately with a
+    /// 503 and with a cut connection).
+    pub fn start(upstream: u16, every: usize) -> anyhow::Result<Self> {
+        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        std_listener.set_nonblocking(true)?;
+        let port = std_listener.local_addr()?.port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let faults = Arc::new(AtomicUsize::new(0));
+        let (r, f) = (requests.clone(), faults.clone());
+        std::thread::Builder::new().name("e2e-fault-proxy".into()).spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).expect("listener");
+                loop {
+                    let Ok((client, _)) = listener.accept().await else { continue };
+                    let (r, f) = (r.clone(), f.clone());
+                    tokio::spawn(async move {
+                        let _ = handle(client, upstream, every, r, f).await;
+                    });
+                }
+            });
+        })?;
+        Ok(FaultyProxy { port, requests, faults })
+    }
+
+    /// The port clients should use.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Requests seen so far.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests failed on purpose so far.
+    pub fn faults(&self) -> usize {
+        self.faults.load(Ordering::Relaxed)
+    }
+}
+
+async fn handle(
+    mut client: TcpStream,
+    upstream: u16,
+    every: usize,
+    requests: Arc<AtomicUsize>,
+    faults: Arc<AtomicUsize>,
+) -> anyhow::Result<()> {
+    // The request head.
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let number = requests.fetch_add(1, Ordering::Relaxed) + 1;
+    if every > 0 && number % every == 0 {
+        let count = faults.fetch_add(1, Ordering::Relaxed);
+        if count % 2 == 0 {
+            client
+                .write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await?;
+        }
+        // Odd faults: close without answering.
+        return Ok(());
+    }
+    // Forward with Connection: close, so that each connection carries one request.
+    let mut lines: Vec<&str> = head[..head.len() - 4].split("\r\n").collect();
+    lines.retain(|l| !l.to_ascii_lowercase().starts_with("connection:"));
+    let mut forwarded = lines.join("\r\n").into_bytes();
+    forwarded.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
+    forwarded.extend_from_slice(&buffer[head_end..]);
+    let mut server = TcpStream::connect(("127.0.0.1", upstream)).await?;
+    server.write_all(&forwarded).await?;
+    let mut answer = Vec::new();
+    server.read_to_end(&mut answer).await?;
+    // Upload locations stay right: the registry builds them from the Host header, which is
+    // the proxy's.
+    client.write_all(&answer).await?;
+    Ok(())
+}
