@@ -38,8 +38,11 @@ enum Command {
     },
     /// Build a bundle folder into a deterministic OCI image, written to an OCI image layout.
     Build {
-        /// The bundle folder.
+        /// The bundle folder (or, with --catalog, the catalog folder).
         dir: PathBuf,
+        /// Build a catalog image: the folder at /configs, labelled for opm and OLM.
+        #[arg(long)]
+        catalog: bool,
         /// The tag in the layout (default `v<version>` from the CSV).
         #[arg(long)]
         tag: Option<String>,
@@ -260,10 +263,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Generate(args) => generate(args),
         Command::Build {
             dir,
+            catalog,
             tag,
             oci_layout,
         } => {
-            let image = build_image(&dir)?;
+            let image = if catalog {
+                // Refuse to package a catalog opm would not load.
+                bundle_tool::catalog::model::validate_dir(&dir)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+                bundle_tool::image::build_catalog_image(&dir)?
+            } else {
+                build_image(&dir)?
+            };
             let tag = tag
                 .or_else(|| csv_version(&dir).map(|v| format!("v{v}")))
                 .unwrap_or_else(|| "latest".into());

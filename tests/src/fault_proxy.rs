@@ -25,20 +25,31 @@ impl FaultyProxy {
         let requests = Arc::new(AtomicUsize::new(0));
         let faults = Arc::new(AtomicUsize::new(0));
         let (r, f) = (requests.clone(), faults.clone());
-        std::thread::Builder::new().name("e2e-fault-proxy".into()).spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            runtime.block_on(async move {
-                let listener = TcpListener::from_std(std_listener).expect("listener");
-                loop {
-                    let Ok((client, _)) = listener.accept().await else { continue };
-                    let (r, f) = (r.clone(), f.clone());
-                    tokio::spawn(async move {
-                        let _ = handle(client, upstream, every, r, f).await;
-                    });
-                }
-            });
-        })?;
-        Ok(FaultyProxy { port, requests, faults })
+        std::thread::Builder::new()
+            .name("e2e-fault-proxy".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async move {
+                    let listener = TcpListener::from_std(std_listener).expect("listener");
+                    loop {
+                        let Ok((client, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let (r, f) = (r.clone(), f.clone());
+                        tokio::spawn(async move {
+                            let _ = handle(client, upstream, every, r, f).await;
+                        });
+                    }
+                });
+            })?;
+        Ok(FaultyProxy {
+            port,
+            requests,
+            faults,
+        })
     }
 
     /// The port clients should use.
@@ -80,7 +91,11 @@ async fn handle(
     let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
     let length: usize = head
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap_or(0))
+        })
         .unwrap_or(0);
     while buffer.len() < head_end + length {
         let n = client.read(&mut chunk).await?;

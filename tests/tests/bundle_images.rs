@@ -279,16 +279,91 @@ async fn push_with_basic_auth_reads_the_password_from_stdin_and_never_prints_it(
 #[tokio::test]
 async fn push_survives_503s_and_cut_connections() -> anyhow::Result<()> {
     let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
-    let port: u16 = registry.host().rsplit_once(':').map(|(_, p)| p.parse().unwrap()).unwrap();
+    let port: u16 = registry
+        .host()
+        .rsplit_once(':')
+        .map(|(_, p)| p.parse().unwrap())
+        .unwrap();
     // Every 4th request fails: more often than the 10 % the issue asks for.
     let proxy = e2e::FaultyProxy::start(port, 4)?;
     let through_proxy = format!("127.0.0.1:{}/example/faulty:v0.1.0", proxy.port());
-    let pushed = ok(run(Command::new(bundle_tool()).args(["push"]).arg(redis_bundle()).args([&through_proxy, "--plain-http"]), None));
-    assert!(proxy.faults() >= 1, "no fault was injected ({} requests)", proxy.requests());
+    let pushed = ok(run(
+        Command::new(bundle_tool())
+            .args(["push"])
+            .arg(redis_bundle())
+            .args([&through_proxy, "--plain-http"]),
+        None,
+    ));
+    assert!(
+        proxy.faults() >= 1,
+        "no fault was injected ({} requests)",
+        proxy.requests()
+    );
     // What the registry holds (read directly, not through the proxy) is what we built.
     let direct = format!("{}/example/faulty:v0.1.0", registry.host());
-    let inspected: Value = serde_json::from_str(&ok(run(Command::new("skopeo").args(["inspect", "--tls-verify=false", &format!("docker://{direct}")]), None)))?;
-    assert_eq!(Some(inspected["Digest"].as_str().unwrap()), pushed.trim().rsplit_once('@').map(|(_, d)| d));
-    eprintln!("{} requests, {} failed on purpose", proxy.requests(), proxy.faults());
+    let inspected: Value = serde_json::from_str(&ok(run(
+        Command::new("skopeo").args([
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{direct}"),
+        ]),
+        None,
+    )))?;
+    assert_eq!(
+        Some(inspected["Digest"].as_str().unwrap()),
+        pushed.trim().rsplit_once('@').map(|(_, d)| d)
+    );
+    eprintln!(
+        "{} requests, {} failed on purpose",
+        proxy.requests(),
+        proxy.faults()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_catalog_image_pushed_from_a_layout_is_rendered_by_opm() -> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let catalog =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/catalogs/clusterpulse");
+    let layout = tempfile::tempdir()?;
+    ok(run(
+        Command::new(bundle_tool())
+            .args(["build", "--catalog"])
+            .arg(&catalog)
+            .args(["--tag", "clusterpulse", "--oci-layout"])
+            .arg(layout.path()),
+        None,
+    ));
+    let reference = format!("{}/example/clusterpulse-catalog:latest", registry.host());
+    let source = format!("{}:clusterpulse", layout.path().display());
+    ok(run(
+        Command::new(bundle_tool()).args(["push", &source, &reference, "--plain-http"]),
+        None,
+    ));
+
+    let opm = Assets::locate()?.opm()?;
+    let stream = |bytes: &[u8]| -> Vec<Value> {
+        serde_json::Deserializer::from_slice(bytes)
+            .into_iter::<Value>()
+            .map(|v| v.unwrap())
+            .collect()
+    };
+    let from_image = run(
+        Command::new(&opm).args(["render", "--use-http", &reference, "-o", "json"]),
+        None,
+    );
+    let from_dir = run(
+        Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(&catalog),
+        None,
+    );
+    assert!(
+        from_image.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_image.stderr)
+    );
+    assert_eq!(stream(&from_image.stdout), stream(&from_dir.stdout));
     Ok(())
 }

@@ -58,12 +58,27 @@ fn files(
     Ok(())
 }
 
-fn tar_layer(bundle: &Path, folders: &[&str]) -> std::io::Result<Vec<u8>> {
+/// A folder to put in the layer: its path on disk and its name in the image.
+pub type LayerFolder<'a> = (&'a Path, &'a str);
+
+fn tar_layer(folders: &[LayerFolder]) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     builder.mode(tar::HeaderMode::Deterministic);
-    for folder in folders {
-        let mut entries = vec![(format!("{folder}/"), bundle.join(folder))];
-        files(bundle, folder, &mut entries)?;
+    for (source, folder) in folders {
+        let root = source.parent().unwrap_or(Path::new("."));
+        let mut listed = Vec::new();
+        files(
+            root,
+            &source.file_name().unwrap_or_default().to_string_lossy(),
+            &mut listed,
+        )?;
+        let prefix_len = source.file_name().unwrap_or_default().len();
+        let mut entries = vec![(format!("{folder}/"), source.to_path_buf())];
+        entries.extend(
+            listed
+                .into_iter()
+                .map(|(name, path)| (format!("{folder}{}", &name[prefix_len..]), path)),
+        );
         for (name, path) in entries {
             let mut header = tar::Header::new_ustar();
             header.set_mtime(0);
@@ -91,16 +106,29 @@ pub fn build_bundle_image(
     bundle: &Path,
     labels: &BTreeMap<String, String>,
 ) -> std::io::Result<BuiltImage> {
-    build_image(bundle, &["manifests", "metadata"], labels)
+    let (manifests, metadata) = (bundle.join("manifests"), bundle.join("metadata"));
+    build_image(
+        &[(&manifests, "manifests"), (&metadata, "metadata")],
+        labels,
+    )
 }
 
-/// Builds an image whose one layer holds `folders` of `root`.
+/// The label that tells opm and OLM where a catalog image keeps its file-based catalog.
+pub const CATALOG_CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
+
+/// Builds a catalog image: the catalog folder at `/configs`, labelled as opm's generated
+/// Dockerfile labels it.
+pub fn build_catalog_image(catalog: &Path) -> std::io::Result<BuiltImage> {
+    let labels = BTreeMap::from([(CATALOG_CONFIGS_LABEL.to_string(), "/configs".to_string())]);
+    build_image(&[(catalog, "configs")], &labels)
+}
+
+/// Builds an image whose one layer holds `folders`.
 pub fn build_image(
-    root: &Path,
-    folders: &[&str],
+    folders: &[LayerFolder],
     labels: &BTreeMap<String, String>,
 ) -> std::io::Result<BuiltImage> {
-    let tar = tar_layer(root, folders)?;
+    let tar = tar_layer(folders)?;
     let diff_id = digest(&tar);
     // Pinned: gzip level 6 and the miniz_oxide backend (the default) with mtime 0 make the
     // compressed bytes, and so the layer digest, the same on every machine.
