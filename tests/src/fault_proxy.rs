@@ -105,9 +105,9 @@ async fn handle(
         buffer.extend_from_slice(&chunk[..n]);
     }
     let number = requests.fetch_add(1, Ordering::Relaxed) + 1;
-    if every > 0 && number % every == 0 {
+    if every > 0 && number.is_multiple_of(every) {
         let count = faults.fetch_add(1, Ordering::Relaxed);
-        if count % 2 == 0 {
+        if count.is_multiple_of(2) {
             client
                 .write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 .await?;
