@@ -35,7 +35,7 @@ say "format and lints"
 cargo fmt --all -- --check || fail "cargo fmt --all would change files: run it and commit"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The catalog conformance tests run the bundle-tool binary beside opm.
-cargo build --locked -p bundle-tool
+cargo build --locked -p bundle-tool -p redis-operator
 
 say "tests (unit, integration, end-to-end on the real control plane)"
 cargo test --workspace --locked --no-fail-fast

@@ -39,7 +39,12 @@ enum Command {
     /// Build a bundle folder into a deterministic OCI image, written to an OCI image layout.
     Build {
         /// The bundle folder (or, with --catalog, the catalog folder).
-        dir: PathBuf,
+        #[arg(required_unless_present = "binary")]
+        dir: Option<PathBuf>,
+        /// Build an operator image from this statically linked binary instead (as `ko` does):
+        /// the binary alone, run as a non-root user.
+        #[arg(long, conflicts_with_all = ["dir", "catalog"])]
+        binary: Option<PathBuf>,
         /// Build a catalog image: the folder at /configs, labelled for opm and OLM.
         #[arg(long)]
         catalog: bool,
@@ -262,11 +267,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate(args),
         Command::Build {
+            dir: None,
+            binary: Some(binary),
+            tag,
+            oci_layout,
+            ..
+        } => {
+            let name = binary
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let labels = std::collections::BTreeMap::from([
+                ("org.opencontainers.image.title".to_string(), name),
+                (
+                    "org.opencontainers.image.version".to_string(),
+                    tag.clone().unwrap_or_else(|| "latest".into()),
+                ),
+            ]);
+            let image = bundle_tool::image::build_binary_image(&binary, &labels)?;
+            let tag = tag.unwrap_or_else(|| "latest".into());
+            bundle_tool::image::write_layout(&oci_layout, &tag, &image)?;
+            println!("{}:{tag}@{}", oci_layout.display(), image.digest());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Build {
             dir,
             catalog,
             tag,
             oci_layout,
+            ..
         } => {
+            let dir = dir.context("a folder to build is needed")?;
             let image = if catalog {
                 // Refuse to package a catalog opm would not load.
                 bundle_tool::catalog::model::validate_dir(&dir)

@@ -367,3 +367,48 @@ async fn a_catalog_image_pushed_from_a_layout_is_rendered_by_opm() -> anyhow::Re
     assert_eq!(stream(&from_image.stdout), stream(&from_dir.stdout));
     Ok(())
 }
+
+#[test]
+fn the_operator_binary_becomes_a_scratch_image_that_runs_as_non_root() {
+    let binary = bundle_tool().parent().unwrap().join("redis-operator");
+    assert!(
+        binary.is_file(),
+        "{} is missing: run `cargo build -p redis-operator`",
+        binary.display()
+    );
+    let layout = tempfile::tempdir().unwrap();
+    ok(run(
+        Command::new(bundle_tool())
+            .args(["build", "--binary"])
+            .arg(&binary)
+            .args(["--tag", "v0.1.0", "--oci-layout"])
+            .arg(layout.path()),
+        None,
+    ));
+    let image = format!("oci:{}:v0.1.0", layout.path().display());
+    let config: Value = serde_json::from_str(&ok(run(
+        Command::new("skopeo").args(["inspect", "--config", &image]),
+        None,
+    )))
+    .unwrap();
+    assert_eq!(config["config"]["User"], "65532:65532");
+    assert_eq!(config["config"]["Entrypoint"][0], "/redis-operator");
+    // umoci unpacks it to exactly the binary.
+    let unpacked = tempfile::tempdir().unwrap();
+    let bundle = unpacked.path().join("b");
+    ok(run(
+        Command::new("umoci")
+            .args([
+                "unpack",
+                "--rootless",
+                "--image",
+                &format!("{}:v0.1.0", layout.path().display()),
+            ])
+            .arg(&bundle),
+        None,
+    ));
+    assert_eq!(
+        std::fs::read(bundle.join("rootfs/redis-operator")).unwrap(),
+        std::fs::read(&binary).unwrap()
+    );
+}

@@ -123,13 +123,39 @@ pub fn build_catalog_image(catalog: &Path) -> std::io::Result<BuiltImage> {
     build_image(&[(catalog, "configs")], &labels)
 }
 
-/// Builds an image whose one layer holds `folders`.
-pub fn build_image(
-    folders: &[LayerFolder],
+/// Builds an operator image the way `ko` does for Go: the (statically linked) binary alone in
+/// a `FROM scratch` image, run as a non-root user, with OCI labels.
+pub fn build_binary_image(
+    binary: &Path,
     labels: &BTreeMap<String, String>,
 ) -> std::io::Result<BuiltImage> {
-    let tar = tar_layer(folders)?;
-    let diff_id = digest(&tar);
+    let name = binary
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "app".into());
+    let data = std::fs::read(binary)?;
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.mode(tar::HeaderMode::Deterministic);
+    let mut header = tar::Header::new_ustar();
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_mode(0o755);
+    header.set_size(data.len() as u64);
+    builder.append_data(&mut header, &name, &data[..])?;
+    let tar = builder.into_inner()?;
+    let config = json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Labels": labels, "Entrypoint": [format!("/{name}")], "User": "65532:65532", "WorkingDir": "/"},
+        "rootfs": {"type": "layers", "diff_ids": [digest(&tar)]},
+    });
+    assemble(tar, config)
+}
+
+/// Compresses the layer and writes config and manifest around it.
+fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImage> {
     // Pinned: gzip level 6 and the miniz_oxide backend (the default) with mtime 0 make the
     // compressed bytes, and so the layer digest, the same on every machine.
     let mut encoder = flate2::GzBuilder::new()
@@ -137,12 +163,6 @@ pub fn build_image(
         .write(Vec::new(), flate2::Compression::new(6));
     encoder.write_all(&tar)?;
     let layer = encoder.finish()?;
-    let config: Value = json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {"Labels": labels},
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-    });
     let config = serde_json::to_vec(&config).expect("JSON values serialize");
     let manifest = json!({
         "schemaVersion": 2,
@@ -156,4 +176,19 @@ pub fn build_image(
         config,
         layer,
     })
+}
+
+/// Builds an image whose one layer holds `folders`.
+pub fn build_image(
+    folders: &[LayerFolder],
+    labels: &BTreeMap<String, String>,
+) -> std::io::Result<BuiltImage> {
+    let tar = tar_layer(folders)?;
+    let config = json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Labels": labels},
+        "rootfs": {"type": "layers", "diff_ids": [digest(&tar)]},
+    });
+    assemble(tar, config)
 }

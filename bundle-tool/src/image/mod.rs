@@ -7,7 +7,9 @@ mod layout;
 mod registry;
 mod unpack;
 
-pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_bundle_image, build_catalog_image};
+pub use build::{
+    BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image, build_catalog_image,
+};
 pub use layout::{read_layout, write_layout};
 pub use registry::{Credentials, RegistryClient};
 pub use unpack::unpack_layer;
