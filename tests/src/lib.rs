@@ -74,3 +74,55 @@ pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
 pub fn free_port() -> anyhow::Result<u16> {
     ports::free_port()
 }
+
+/// The `bundle-tool` binary of this build (beside the test binaries' folder), for tests that
+/// run it as users do. The README test command builds it first.
+pub fn bundle_tool_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let path = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("the target folder")
+        .join("bundle-tool");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build -p bundle-tool` (the README test command does)",
+        path.display()
+    );
+    path
+}
+
+/// Copies a folder tree.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)?.filter_map(Result::ok) {
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, or fails after `timeout` naming `what`.
+pub async fn eventually<T, F, Fut>(
+    timeout: std::time::Duration,
+    what: &str,
+    mut check: F,
+) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await? {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}

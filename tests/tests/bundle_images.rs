@@ -9,21 +9,6 @@ use e2e::assets::Assets;
 use e2e::{OciRegistry, RegistryAuth};
 use serde_json::Value;
 
-fn bundle_tool() -> PathBuf {
-    let exe = std::env::current_exe().expect("test path");
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("bundle-tool");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build -p bundle-tool`",
-        path.display()
-    );
-    path
-}
-
 fn redis_bundle() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle")
 }
@@ -57,23 +42,12 @@ fn ok(output: std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().filter_map(Result::ok) {
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-        }
-    }
-}
-
 #[test]
 fn building_twice_in_different_places_gives_the_same_digest() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    copy_dir(&redis_bundle(), &b.path().join("copy"));
+    e2e::copy_dir(&redis_bundle(), &b.path().join("copy")).unwrap();
     let first = ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["build"])
             .arg(redis_bundle())
             .arg("--oci-layout")
@@ -81,7 +55,7 @@ fn building_twice_in_different_places_gives_the_same_digest() {
         None,
     ));
     let second = ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["build"])
             .arg(b.path().join("copy"))
             .arg("--oci-layout")
@@ -126,7 +100,7 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
     let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
     let reference = format!("{}/example/redis-operator-bundle:v0.1.0", registry.host());
     let pushed = ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["push"])
             .arg(redis_bundle())
             .args([&reference, "--plain-http"]),
@@ -171,7 +145,7 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
     // Our pull gives back the same files, byte for byte.
     let out = tempfile::tempdir()?;
     ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["pull", &reference])
             .arg(out.path())
             .arg("--plain-http"),
@@ -190,7 +164,7 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
     }
     // A second push of the same image sends no blob again and gives the same digest.
     let again = ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["push"])
             .arg(redis_bundle())
             .args([&reference, "--plain-http"]),
@@ -212,7 +186,7 @@ async fn push_with_basic_auth_reads_the_password_from_stdin_and_never_prints_it(
     let reference = format!("{}/example/redis-operator-bundle:v0.1.0", registry.host());
 
     let wrong = run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["push"])
             .arg(redis_bundle())
             .args([
@@ -238,7 +212,7 @@ async fn push_with_basic_auth_reads_the_password_from_stdin_and_never_prints_it(
     assert!(!wrong_text.contains("not-the-password"));
 
     let pushed = run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["push"])
             .arg(redis_bundle())
             .args([
@@ -288,7 +262,7 @@ async fn push_survives_503s_and_cut_connections() -> anyhow::Result<()> {
     let proxy = e2e::FaultyProxy::start(port, 4)?;
     let through_proxy = format!("127.0.0.1:{}/example/faulty:v0.1.0", proxy.port());
     let pushed = ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["push"])
             .arg(redis_bundle())
             .args([&through_proxy, "--plain-http"]),
@@ -328,7 +302,7 @@ async fn a_catalog_image_pushed_from_a_layout_is_rendered_by_opm() -> anyhow::Re
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/catalogs/clusterpulse");
     let layout = tempfile::tempdir()?;
     ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["build", "--catalog"])
             .arg(&catalog)
             .args(["--tag", "clusterpulse", "--oci-layout"])
@@ -338,7 +312,7 @@ async fn a_catalog_image_pushed_from_a_layout_is_rendered_by_opm() -> anyhow::Re
     let reference = format!("{}/example/clusterpulse-catalog:latest", registry.host());
     let source = format!("{}:clusterpulse", layout.path().display());
     ok(run(
-        Command::new(bundle_tool()).args(["push", &source, &reference, "--plain-http"]),
+        Command::new(e2e::bundle_tool_binary()).args(["push", &source, &reference, "--plain-http"]),
         None,
     ));
 
@@ -370,7 +344,10 @@ async fn a_catalog_image_pushed_from_a_layout_is_rendered_by_opm() -> anyhow::Re
 
 #[test]
 fn the_operator_binary_becomes_a_scratch_image_that_runs_as_non_root() {
-    let binary = bundle_tool().parent().unwrap().join("redis-operator");
+    let binary = e2e::bundle_tool_binary()
+        .parent()
+        .unwrap()
+        .join("redis-operator");
     assert!(
         binary.is_file(),
         "{} is missing: run `cargo build -p redis-operator`",
@@ -378,7 +355,7 @@ fn the_operator_binary_becomes_a_scratch_image_that_runs_as_non_root() {
     );
     let layout = tempfile::tempdir().unwrap();
     ok(run(
-        Command::new(bundle_tool())
+        Command::new(e2e::bundle_tool_binary())
             .args(["build", "--binary"])
             .arg(&binary)
             .args(["--tag", "v0.1.0", "--oci-layout"])

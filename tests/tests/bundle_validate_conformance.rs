@@ -3,26 +3,11 @@
 //! the Redis operator's bundle: the same verdict and the same set of error messages.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use e2e::assets::Assets;
 use serde_json::Value;
-
-fn bundle_tool() -> PathBuf {
-    let exe = std::env::current_exe().expect("test path");
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("bundle-tool");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build -p bundle-tool` (the README test command does)",
-        path.display()
-    );
-    path
-}
 
 /// (passed, error messages) from a `json-alpha1`-shaped report.
 fn verdict(output: &std::process::Output, who: &str, dir: &Path) -> (bool, BTreeSet<String>) {
@@ -75,7 +60,7 @@ fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
             .arg(dir)
             .output()
             .unwrap();
-        let ours = Command::new(bundle_tool())
+        let ours = Command::new(e2e::bundle_tool_binary())
             .args([
                 "validate",
                 "--select-optional",
@@ -105,18 +90,6 @@ fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
         invalid += usize::from(!their_pass);
     }
     eprintln!("{agree} bundles: same verdict and errors as operator-sdk ({invalid} invalid)");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().filter_map(Result::ok) {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Broken copies of the Redis bundle: each is rejected by both tools, and ours says why in a
@@ -223,7 +196,7 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
     for (name, break_it, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         let bundle = dir.path().join("bundle");
-        copy_dir(&source, &bundle);
+        e2e::copy_dir(&source, &bundle).unwrap();
         break_it(&bundle.join("manifests"));
         let theirs = Command::new(&sdk)
             .args([
@@ -235,7 +208,7 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             .arg(&bundle)
             .output()
             .unwrap();
-        let ours = Command::new(bundle_tool())
+        let ours = Command::new(e2e::bundle_tool_binary())
             .args(["validate", "--select-optional", "suite=operatorframework"])
             .arg(&bundle)
             .output()

@@ -22,19 +22,6 @@ fn corpus() -> Vec<PathBuf> {
     dirs
 }
 
-fn bundle_tool() -> PathBuf {
-    // The e2e crate depends on bundle-tool as a library; the binary is built beside the tests.
-    let exe = std::env::current_exe().expect("test path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("bundle-tool");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build -p bundle-tool` (the README test command does)",
-        path.display()
-    );
-    path
-}
-
 /// A verdict: `None` when valid, else the problems, normalized so that opm's random map
 /// order does not matter (tree leaves as a sorted set).
 fn problems(message: &str) -> Vec<String> {
@@ -76,7 +63,7 @@ fn opm_validate(dir: &Path) -> Option<Vec<String>> {
 }
 
 fn our_validate(dir: &Path) -> Option<Vec<String>> {
-    let output = Command::new(bundle_tool())
+    let output = Command::new(e2e::bundle_tool_binary())
         .args(["catalog", "validate"])
         .arg(dir)
         .output()
@@ -122,7 +109,7 @@ fn corpus_catalogs_validate_and_render_like_opm() {
             .arg(&dir)
             .output()
             .unwrap();
-        let ours = Command::new(bundle_tool())
+        let ours = Command::new(e2e::bundle_tool_binary())
             .args(["catalog", "render", "-o", "json"])
             .arg(&dir)
             .output()
@@ -359,7 +346,7 @@ fn bundle_folders_render_like_opm() {
             .arg(dir)
             .output()
             .unwrap();
-        let ours = Command::new(bundle_tool())
+        let ours = Command::new(e2e::bundle_tool_binary())
             .args(["catalog", "render", "-o", "json"])
             .arg(dir)
             .output()

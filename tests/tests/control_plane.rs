@@ -19,24 +19,6 @@ async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Polls `check` every 200 ms until it returns `Some`, or fails after `timeout` with `what`.
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 #[tokio::test]
 async fn apiserver_reports_the_pinned_version() -> anyhow::Result<()> {
     let plane = ControlPlane::shared().await?;
@@ -141,7 +123,7 @@ async fn deployment_becomes_available_on_kwok_nodes() -> anyhow::Result<()> {
     deployments
         .create(&PostParams::default(), &deployment)
         .await?;
-    eventually(
+    e2e::eventually(
         Duration::from_secs(60),
         "Deployment web to be Available",
         || async {
@@ -189,7 +171,7 @@ async fn statefulset_with_volume_claims_gets_three_ready_replicas() -> anyhow::R
         }
     }))?;
     sets.create(&PostParams::default(), &set).await?;
-    eventually(
+    e2e::eventually(
         Duration::from_secs(90),
         "StatefulSet db to have 3 ready replicas",
         || async {

@@ -45,28 +45,59 @@ impl Credentials {
                 .map(|h| std::path::PathBuf::from(h).join(".docker/config.json")),
         ];
         for path in candidates.into_iter().flatten() {
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            let Ok(config) = serde_json::from_slice::<Value>(&bytes) else {
-                continue;
-            };
-            let Some(encoded) = config["auths"][registry]["auth"].as_str() else {
-                continue;
-            };
-            let Ok(decoded) =
-                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)
+            let Some(config) = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             else {
                 continue;
             };
-            if let Some((username, password)) = String::from_utf8_lossy(&decoded).split_once(':') {
-                return Credentials::Basic {
-                    username: username.into(),
-                    password: password.into(),
-                };
+            if let Some(credentials) = Self::from_auth_entry(&config["auths"][registry]) {
+                return credentials;
+            }
+            // A credential helper for this registry, or for every registry.
+            let helper = config["credHelpers"][registry]
+                .as_str()
+                .or_else(|| config["credsStore"].as_str());
+            if let Some(credentials) = helper.and_then(|h| Self::from_helper(h, registry)) {
+                return credentials;
             }
         }
         Credentials::Anonymous
+    }
+
+    fn from_auth_entry(entry: &Value) -> Option<Credentials> {
+        let encoded = entry["auth"].as_str()?;
+        let decoded =
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded).ok()?;
+        let text = String::from_utf8_lossy(&decoded).into_owned();
+        let (username, password) = text.split_once(':')?;
+        Some(Credentials::Basic {
+            username: username.into(),
+            password: password.into(),
+        })
+    }
+
+    /// Asks `docker-credential-<helper> get` (the Docker credential helper protocol: the
+    /// registry on stdin, `{"Username", "Secret"}` on stdout).
+    fn from_helper(helper: &str, registry: &str) -> Option<Credentials> {
+        use std::io::Write;
+        let mut child = std::process::Command::new(format!("docker-credential-{helper}"))
+            .arg("get")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        child.stdin.take()?.write_all(registry.as_bytes()).ok()?;
+        let output = child.wait_with_output().ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        let answer: Value = serde_json::from_slice(&output.stdout).ok()?;
+        Some(Credentials::Basic {
+            username: answer["Username"].as_str()?.to_string(),
+            password: answer["Secret"].as_str()?.to_string(),
+        })
     }
 
     fn auth(&self) -> RegistryAuth {

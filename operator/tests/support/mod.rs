@@ -20,23 +20,7 @@ use redis_operator::manifests::{self, Target};
 /// The namespace the operator's ServiceAccount and Lease live in.
 pub const OPERATOR_NAMESPACE: &str = "redis-operator-system";
 
-/// Polls `check` every 200 ms until it returns `Some`, or fails after `timeout` with `what`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+pub use e2e::eventually;
 
 /// Creates a namespace.
 pub async fn create_namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
