@@ -27,11 +27,14 @@ enum Command {
     /// Validate a bundle folder with operator-framework/api's checks (as `operator-sdk bundle
     /// validate`); exit 1 on errors only.
     Validate {
-        /// The bundle folder (with `manifests/` and `metadata/`).
+        /// The bundle folder (with `manifests/` and `metadata/`), or a bundle image reference.
         dir: PathBuf,
         /// Optional validators, like operator-sdk: `suite=operatorframework`.
         #[arg(long)]
         select_optional: Option<String>,
+        /// Pull an image reference over plain HTTP.
+        #[arg(long)]
+        plain_http: bool,
         /// Output format.
         #[arg(short, long, value_enum, default_value = "text")]
         output: ValidateFormat,
@@ -103,12 +106,16 @@ enum CatalogCommand {
     /// Print catalog folders' documents, or bundle folders as `olm.bundle` documents, the way
     /// `opm render` does.
     Render {
-        /// Catalog folders or bundle folders (with `manifests/` and `metadata/`).
+        /// Catalog folders, bundle folders (with `manifests/` and `metadata/`), or catalog and
+        /// bundle image references.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Output format.
         #[arg(short, long, value_enum, default_value = "json")]
         output: RenderFormat,
+        /// Pull images over plain HTTP (opm's --use-http).
+        #[arg(long)]
+        plain_http: bool,
     },
 }
 
@@ -149,6 +156,33 @@ impl RegistryArgs {
             credentials,
         ))
     }
+}
+
+/// Pulls an image into a temporary folder: for a catalog image, the folder its
+/// `index.configs.v1` label names; for a bundle image, the bundle root.
+fn pull_to_temp(reference: &str, plain_http: bool) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
+    let parsed = parse_reference(reference)?;
+    let args = RegistryArgs {
+        plain_http,
+        username: None,
+        password_stdin: false,
+    };
+    let client = args.client(&parsed)?;
+    let image = runtime()?.block_on(client.pull(&parsed))?;
+    let folder = tempfile::tempdir()?;
+    bundle_tool::image::unpack_layer(&image.layer, folder.path())?;
+    let config: serde_json::Value = serde_json::from_slice(&image.config)?;
+    let labels = &config["config"]["Labels"];
+    let root = match labels[bundle_tool::image::CATALOG_CONFIGS_LABEL].as_str() {
+        Some(configs) => folder.path().join(configs.trim_start_matches('/')),
+        None if labels["operators.operatorframework.io.bundle.package.v1"].is_string() => {
+            folder.path().to_path_buf()
+        }
+        None => anyhow::bail!(
+            "{reference}: image type could not be determined (no catalog or bundle labels)"
+        ),
+    };
+    Ok((folder, root))
 }
 
 fn parse_reference(text: &str) -> anyhow::Result<oci_client::Reference> {
@@ -379,7 +413,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dir,
             select_optional,
             output,
-        } => validate(&dir, select_optional.as_deref(), output),
+            plain_http,
+        } => {
+            if dir.exists() {
+                validate(&dir, select_optional.as_deref(), output)
+            } else {
+                let (_folder, root) = pull_to_temp(&dir.to_string_lossy(), plain_http)?;
+                validate(&root, select_optional.as_deref(), output)
+            }
+        }
         Command::Catalog(CatalogCommand::Validate { dir }) => {
             match bundle_tool::catalog::model::validate_dir(&dir) {
                 Ok(model) => {
@@ -404,14 +446,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Command::Catalog(CatalogCommand::Render { dirs, output }) => {
+        Command::Catalog(CatalogCommand::Render {
+            dirs,
+            output,
+            plain_http,
+        }) => {
             let mut all = bundle_tool::catalog::declcfg::DeclarativeConfig::default();
-            for dir in &dirs {
+            let mut pulled = Vec::new();
+            for argument in &dirs {
+                let (dir, image) = if argument.exists() {
+                    (argument.clone(), String::new())
+                } else {
+                    let reference = argument.to_string_lossy().into_owned();
+                    let (folder, root) = pull_to_temp(&reference, plain_http)?;
+                    pulled.push(folder);
+                    (root, reference)
+                };
+                let dir = &dir;
                 if bundle_tool::catalog::render::is_bundle_dir(dir) {
-                    let bundle = bundle_tool::catalog::render::render_bundle_dir(dir, "")
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+                    let bundle = bundle_tool::catalog::render::render_bundle_dir(dir, &image)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", argument.display()))?;
                     all.bundles.push(bundle);
                     continue;
+                }
+                if !image.is_empty() {
+                    anyhow::ensure!(
+                        dir.is_dir(),
+                        "{}: neither a bundle nor a catalog image",
+                        argument.display()
+                    );
                 }
                 let config = bundle_tool::catalog::declcfg::load_dir(dir)?;
                 all.packages.extend(config.packages);

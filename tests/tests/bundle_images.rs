@@ -140,6 +140,23 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
         None,
     )))?;
     assert_eq!(from_image["image"], reference.as_str());
+    // Our render and validate take the image reference too, and render it as opm does.
+    let ours: Value = serde_json::from_str(&ok(run(
+        Command::new(e2e::bundle_tool_binary()).args([
+            "catalog",
+            "render",
+            "--plain-http",
+            &reference,
+            "-o",
+            "json",
+        ]),
+        None,
+    )))?;
+    assert_eq!(ours, from_image);
+    ok(run(
+        Command::new(e2e::bundle_tool_binary()).args(["validate", "--plain-http", &reference]),
+        None,
+    ));
     assert_eq!(without_image(from_image, &reference), from_dir);
 
     // Our pull gives back the same files, byte for byte.
@@ -339,6 +356,23 @@ async fn a_catalog_image_pushed_from_a_layout_is_rendered_by_opm() -> anyhow::Re
         String::from_utf8_lossy(&from_image.stderr)
     );
     assert_eq!(stream(&from_image.stdout), stream(&from_dir.stdout));
+    let ours = run(
+        Command::new(e2e::bundle_tool_binary()).args([
+            "catalog",
+            "render",
+            "--plain-http",
+            &reference,
+            "-o",
+            "json",
+        ]),
+        None,
+    );
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_eq!(stream(&ours.stdout), stream(&from_image.stdout));
     Ok(())
 }
 
