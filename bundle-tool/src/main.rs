@@ -57,6 +57,9 @@ enum Command {
         /// The OCI image layout folder.
         #[arg(long, default_value = "target/oci")]
         oci_layout: PathBuf,
+        /// Manifest format: OCI (default) or Docker v2 schema 2.
+        #[arg(long, value_enum, default_value = "oci")]
+        format: bundle_tool::image::ImageFormat,
     },
     /// Push a bundle folder (built on the fly) or an OCI layout to a registry; prints
     /// `REF@sha256:…` after checking the registry's digest.
@@ -65,6 +68,9 @@ enum Command {
         source: String,
         /// Where to push, e.g. `quay.io/me/redis-operator-bundle:v0.1.0`.
         reference: String,
+        /// Manifest format when building from a folder: OCI (default) or Docker v2 schema 2.
+        #[arg(long, value_enum, default_value = "oci")]
+        format: bundle_tool::image::ImageFormat,
         #[command(flatten)]
         registry: RegistryArgs,
     },
@@ -305,6 +311,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             binary: Some(binary),
             tag,
             oci_layout,
+            format,
             ..
         } => {
             let name = binary
@@ -318,7 +325,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     tag.clone().unwrap_or_else(|| "latest".into()),
                 ),
             ]);
-            let image = bundle_tool::image::build_binary_image(&binary, &labels)?;
+            let image =
+                bundle_tool::image::build_binary_image(&binary, &labels)?.with_format(format);
             let tag = tag.unwrap_or_else(|| "latest".into());
             bundle_tool::image::write_layout(&oci_layout, &tag, &image)?;
             println!("{}:{tag}@{}", oci_layout.display(), image.digest());
@@ -329,6 +337,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             catalog,
             tag,
             oci_layout,
+            format,
             ..
         } => {
             let dir = dir.context("a folder to build is needed")?;
@@ -339,7 +348,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 bundle_tool::image::build_catalog_image(&dir)?
             } else {
                 build_image(&dir)?
-            };
+            }
+            .with_format(format);
             let tag = tag
                 .or_else(|| csv_version(&dir).map(|v| format!("v{v}")))
                 .unwrap_or_else(|| "latest".into());
@@ -350,6 +360,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Push {
             source,
             reference,
+            format,
             registry,
         } => {
             let target = parse_reference(&reference)?;
@@ -362,7 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let image = if path.join("index.json").is_file() {
                 bundle_tool::image::read_layout(&path, tag.as_deref())?
             } else {
-                build_image(&path)?
+                build_image(&path)?.with_format(format)
             };
             let client = registry.client(&target)?;
             let digest = runtime()?.block_on(client.push(&target, &image))?;

@@ -423,3 +423,40 @@ fn the_operator_binary_becomes_a_scratch_image_that_runs_as_non_root() {
         std::fs::read(&binary).unwrap()
     );
 }
+
+#[tokio::test]
+async fn docker_v2s2_manifests_on_request() -> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let reference = format!("{}/example/redis-operator-bundle:docker", registry.host());
+    ok(run(
+        Command::new(e2e::bundle_tool_binary())
+            .args(["push"])
+            .arg(redis_bundle())
+            .args([&reference, "--plain-http", "--format", "docker"]),
+        None,
+    ));
+    let raw: Value = serde_json::from_str(&ok(run(
+        Command::new("skopeo").args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ]),
+        None,
+    )))?;
+    assert_eq!(
+        raw["mediaType"],
+        "application/vnd.docker.distribution.manifest.v2+json"
+    );
+    assert_eq!(
+        raw["layers"][0]["mediaType"],
+        "application/vnd.docker.image.rootfs.diff.tar.gzip"
+    );
+    let opm = Assets::locate()?.opm()?;
+    let rendered: Value = serde_json::from_str(&ok(run(
+        Command::new(&opm).args(["render", "--use-http", &reference, "-o", "json"]),
+        None,
+    )))?;
+    assert_eq!(rendered["name"], "redis-operator.v0.1.0");
+    Ok(())
+}

@@ -27,6 +27,40 @@ impl BuiltImage {
         digest(&self.manifest)
     }
 
+    /// The manifest's media type.
+    pub fn media_type(&self) -> String {
+        serde_json::from_slice::<Value>(&self.manifest)
+            .ok()
+            .and_then(|m| m["mediaType"].as_str().map(str::to_string))
+            .unwrap_or_else(|| MANIFEST_MEDIA_TYPE.to_string())
+    }
+
+    /// The same image with a manifest of `format` (the blobs do not change: a Docker config
+    /// is the same JSON as an OCI one).
+    pub fn with_format(self, format: super::ImageFormat) -> BuiltImage {
+        let (manifest, config, layer) = match format {
+            super::ImageFormat::Oci => (MANIFEST_MEDIA_TYPE, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE),
+            super::ImageFormat::Docker => (
+                super::DOCKER_MANIFEST_MEDIA_TYPE,
+                super::DOCKER_CONFIG_MEDIA_TYPE,
+                super::DOCKER_LAYER_MEDIA_TYPE,
+            ),
+        };
+        let mut parsed: Value =
+            serde_json::from_slice(&self.manifest).expect("our manifests are JSON");
+        parsed["mediaType"] = json!(manifest);
+        parsed["config"]["mediaType"] = json!(config);
+        if let Some(layers) = parsed["layers"].as_array_mut() {
+            for l in layers {
+                l["mediaType"] = json!(layer);
+            }
+        }
+        BuiltImage {
+            manifest: serde_json::to_vec(&parsed).expect("serializes"),
+            ..self
+        }
+    }
+
     /// Every blob (config and layer) with its digest.
     pub fn blobs(&self) -> Vec<(String, &[u8])> {
         vec![

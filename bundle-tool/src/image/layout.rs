@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{BuiltImage, MANIFEST_MEDIA_TYPE, digest};
+use super::{BuiltImage, digest};
 use crate::bundle::write::write_file_atomically;
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -40,7 +40,7 @@ pub fn write_layout(dir: &Path, tag: &str, image: &BuiltImage) -> std::io::Resul
         .expect("index.json has manifests");
     manifests.retain(|m| m["annotations"][REF_NAME] != tag);
     manifests.push(json!({
-        "mediaType": MANIFEST_MEDIA_TYPE,
+        "mediaType": image.media_type(),
         "digest": image.digest(),
         "size": image.manifest.len(),
         "annotations": {REF_NAME: tag},

@@ -23,6 +23,23 @@ pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
 /// OCI gzip layer media type.
 pub const LAYER_MEDIA_TYPE: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 
+/// Docker schema 2 manifest media type.
+pub const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+/// Docker image config media type.
+pub const DOCKER_CONFIG_MEDIA_TYPE: &str = "application/vnd.docker.container.image.v1+json";
+/// Docker gzip layer media type.
+pub const DOCKER_LAYER_MEDIA_TYPE: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
+
+/// The manifest format of an image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageFormat {
+    /// OCI image manifest (the default).
+    #[default]
+    Oci,
+    /// Docker image manifest v2, schema 2 (for registries or tools that want it).
+    Docker,
+}
+
 /// `sha256:<hex>` of `bytes`.
 pub fn digest(bytes: &[u8]) -> String {
     let hash = Sha256::digest(bytes);

@@ -195,7 +195,7 @@ impl RegistryClient {
             }
         }
         let manifest = bytes::Bytes::from(image.manifest.clone());
-        let content_type = http::HeaderValue::from_static(MANIFEST_MEDIA_TYPE);
+        let content_type = http::HeaderValue::from_str(&image.media_type())?;
         self.retry("pushing the manifest", || {
             self.client
                 .push_manifest_raw(reference, manifest.clone(), content_type.clone())
