@@ -138,6 +138,8 @@ impl RegistryClient {
             } else {
                 ClientProtocol::Https
             },
+            // Bundle blobs are small: one PUT each instead of a chunked PATCH sequence.
+            use_monolithic_push: true,
             ..Default::default()
         };
         RegistryClient {

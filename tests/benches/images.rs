@@ -1,0 +1,98 @@
+//! Build and push all 266 corpus bundles to a local registry with `bundle-tool push`, against
+//! `skopeo copy` of the same images from OCI layouts (built beforehand, not timed) to a second
+//! registry, in the same run (not a timed test). One process per bundle for each tool.
+//! `cargo build --release -p bundle-tool && cargo bench -p e2e --bench images`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use e2e::{OciRegistry, RegistryAuth};
+
+fn quiet(command: &mut Command) {
+    let status = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run");
+    assert!(
+        status.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let ours = e2e::bundle_tool_binary();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/bundles");
+    let mut bundles: Vec<(String, PathBuf)> = Vec::new();
+    for package in std::fs::read_dir(&root)?.filter_map(Result::ok) {
+        for version in std::fs::read_dir(package.path())?.filter_map(Result::ok) {
+            let name = format!(
+                "{}:{}",
+                package.file_name().to_string_lossy(),
+                version.file_name().to_string_lossy().replace('+', "_")
+            );
+            bundles.push((name, version.path()));
+        }
+    }
+    bundles.sort();
+    let for_us = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let for_skopeo = OciRegistry::start(RegistryAuth::Anonymous).await?;
+
+    // Layouts for skopeo (not timed).
+    let layouts = tempfile::tempdir()?;
+    for (i, (_, dir)) in bundles.iter().enumerate() {
+        quiet(
+            Command::new(&ours)
+                .arg("build")
+                .arg(dir)
+                .args(["--tag", "bench", "--oci-layout"])
+                .arg(layouts.path().join(i.to_string())),
+        );
+    }
+
+    let started = Instant::now();
+    for (name, dir) in &bundles {
+        quiet(
+            Command::new(&ours)
+                .arg("push")
+                .arg(dir)
+                .arg(format!("{}/bench/{name}", for_us.host()))
+                .arg("--plain-http"),
+        );
+    }
+    let mine = started.elapsed();
+
+    let started = Instant::now();
+    for (i, (name, _)) in bundles.iter().enumerate() {
+        quiet(
+            Command::new("skopeo")
+                .args(["copy", "--dest-tls-verify=false"])
+                .arg(format!(
+                    "oci:{}:bench",
+                    layouts.path().join(i.to_string()).display()
+                ))
+                .arg(format!("docker://{}/bench/{name}", for_skopeo.host())),
+        );
+    }
+    let theirs = started.elapsed();
+
+    println!("bundles                          {}", bundles.len());
+    println!(
+        "bundle-tool build + push         {:.2} s ({:.1} ms per bundle)",
+        mine.as_secs_f64(),
+        mine.as_secs_f64() * 1e3 / bundles.len() as f64
+    );
+    println!(
+        "skopeo copy from OCI layouts     {:.2} s ({:.1} ms per bundle)",
+        theirs.as_secs_f64(),
+        theirs.as_secs_f64() * 1e3 / bundles.len() as f64
+    );
+    println!(
+        "speedup                          {:.1}x",
+        theirs.as_secs_f64() / mine.as_secs_f64()
+    );
+    Ok(())
+}
