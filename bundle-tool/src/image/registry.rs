@@ -182,6 +182,19 @@ impl RegistryClient {
                 .auth(reference, &auth, oci_client::RegistryOperation::Push)
         })
         .await?;
+        // A progress bar of bytes, only for a person watching a terminal (never in CI logs).
+        let total: u64 = image.blobs().iter().map(|(_, b)| b.len() as u64).sum();
+        let progress = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(format!("pushing {reference}"));
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
         for (blob_digest, bytes) in image.blobs() {
             let exists = self
                 .retry("checking a blob", || {
@@ -195,7 +208,9 @@ impl RegistryClient {
                 })
                 .await?;
             }
+            progress.inc(bytes.len() as u64);
         }
+        progress.finish_and_clear();
         let manifest = bytes::Bytes::from(image.manifest.clone());
         let content_type = http::HeaderValue::from_str(&image.media_type())?;
         self.retry("pushing the manifest", || {
