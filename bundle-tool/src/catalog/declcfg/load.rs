@@ -39,11 +39,50 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
     collect_ignore_files(root, Path::new(""), &mut rules)?;
     let mut files = Vec::new();
     walk(root, Path::new(""), &rules, &mut files)?;
+    // Files are parsed on every core, each into its own config; they are then joined in walk
+    // order, so the result (and the first error reported) is what a sequential load gives.
+    let load_file = |file: &PathBuf| -> Result<DeclarativeConfig, LoadError> {
+        let bytes = std::fs::read(file).map_err(|e| error(file, e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|_| error(file, "not UTF-8 text".into()))?;
+        let mut config = DeclarativeConfig::default();
+        load_str(file, &text, &mut config)?;
+        Ok(config)
+    };
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<DeclarativeConfig, LoadError>>> =
+        (0..files.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(file) = files.get(index) else { break };
+                        done.push((index, load_file(file)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for handle in handles {
+            for (index, result) in handle.join().expect("a loader thread panicked") {
+                results[index] = Some(result);
+            }
+        }
+    });
     let mut config = DeclarativeConfig::default();
-    for file in files {
-        let bytes = std::fs::read(&file).map_err(|e| error(&file, e.to_string()))?;
-        let text = String::from_utf8(bytes).map_err(|_| error(&file, "not UTF-8 text".into()))?;
-        load_str(&file, &text, &mut config)?;
+    for result in results.into_iter().flatten() {
+        let part = result?;
+        config.packages.extend(part.packages);
+        config.channels.extend(part.channels);
+        config.bundles.extend(part.bundles);
+        config.deprecations.extend(part.deprecations);
+        config.others.extend(part.others);
     }
     Ok(config)
 }
