@@ -126,3 +126,31 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// Server-side applies a CRD and waits (up to 30 s) until the apiserver serves it.
+pub async fn apply_crd(
+    client: &kube::Client,
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    use kube::runtime::{conditions, wait::await_condition};
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = crd
+        .metadata
+        .name
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("the CRD has no name"))?;
+    crds.patch(
+        &name,
+        &PatchParams::apply("e2e").force(),
+        &Patch::Apply(crd),
+    )
+    .await?;
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await??;
+    Ok(())
+}

@@ -7,9 +7,8 @@ use e2e::assets::Assets;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, conditions, wait::await_condition, watcher};
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use redis_operator::api::v1alpha1::RedisCluster;
 
 async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
@@ -43,21 +42,8 @@ async fn custom_resource_is_created_and_watched() -> anyhow::Result<()> {
     let client = plane.client().await?;
     namespace(&client, "smoke-crd").await?;
 
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     // A single-version CRD: this smoke test is about the apiserver, not the operator's webhook.
-    let crd = <RedisCluster as kube::CustomResourceExt>::crd();
-    let name = crd.metadata.name.clone().expect("named");
-    crds.patch(
-        &name,
-        &PatchParams::apply("e2e").force(),
-        &Patch::Apply(&crd),
-    )
-    .await?;
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        await_condition(crds, &name, conditions::is_crd_established()),
-    )
-    .await??;
+    e2e::apply_crd(&client, &<RedisCluster as kube::CustomResourceExt>::crd()).await?;
 
     let clusters: Api<RedisCluster> = Api::namespaced(client.clone(), "smoke-crd");
     let watch = watcher(clusters.clone(), watcher::Config::default()).applied_objects();

@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::{conditions, wait::await_condition};
 use redis_operator::crd::{ConversionEndpoint, redis_cluster_crd};
 use redis_operator::manifests::{self, Target};
 
@@ -77,24 +76,11 @@ pub async fn install(plane: &ControlPlane, webhook_port: u16) -> anyhow::Result<
             _ => {}
         }
     }
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let crd = redis_cluster_crd(
         &ConversionEndpoint::Url(format!("https://127.0.0.1:{webhook_port}")),
         None,
     );
-    let name = crd.metadata.name.clone().context("named")?;
-    crds.patch(
-        &name,
-        &PatchParams::apply("e2e").force(),
-        &Patch::Apply(&crd),
-    )
-    .await?;
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        await_condition(crds, &name, conditions::is_crd_established()),
-    )
-    .await??;
-    Ok(())
+    e2e::apply_crd(&client, &crd).await
 }
 
 /// One running `redis-operator run` process.
