@@ -64,7 +64,8 @@ enum Command {
     /// Push a bundle folder (built on the fly) or an OCI layout to a registry; prints
     /// `REF@sha256:…` after checking the registry's digest.
     Push {
-        /// A bundle folder, or an OCI layout folder (`DIR` or `DIR:TAG`).
+        /// A bundle folder, an OCI layout folder (`DIR` or `DIR:TAG`), or an image reference to
+        /// copy.
         source: String,
         /// Where to push, e.g. `quay.io/me/redis-operator-bundle:v0.1.0`.
         reference: String,
@@ -372,8 +373,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let image = if path.join("index.json").is_file() {
                 bundle_tool::image::read_layout(&path, tag.as_deref())?
-            } else {
+            } else if path.exists() {
                 build_image(&path)?.with_format(format)
+            } else {
+                // An image reference: copy it (credentials for the source from auth files).
+                let from = parse_reference(&source)?;
+                let source_args = RegistryArgs {
+                    plain_http: registry.plain_http,
+                    username: None,
+                    password_stdin: false,
+                };
+                runtime()?.block_on(source_args.client(&from)?.pull(&from))?
             };
             let client = registry.client(&target)?;
             let digest = runtime()?.block_on(client.push(&target, &image))?;

@@ -179,6 +179,16 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
             );
         }
     }
+    // Registry to registry: the copy has the same digest.
+    let copy = format!("{}/example/copied:v0.1.0", registry.host());
+    let copied = ok(run(
+        Command::new(e2e::bundle_tool_binary()).args(["push", &reference, &copy, "--plain-http"]),
+        None,
+    ));
+    assert_eq!(
+        copied.trim().rsplit_once('@').map(|(_, d)| d),
+        Some(digest.as_str())
+    );
     // A second push of the same image sends no blob again and gives the same digest.
     let again = ok(run(
         Command::new(e2e::bundle_tool_binary())
