@@ -75,6 +75,20 @@ enum Command {
         #[command(flatten)]
         registry: RegistryArgs,
     },
+    /// Build and push every bundle folder below a folder (laid out `<package>/<version>/`, or
+    /// bundles directly inside) to `<repository-prefix>/<package>:<version>`, several at a
+    /// time in one process — a release job publishing many bundles.
+    PushAll {
+        /// The folder of bundle folders.
+        dir: PathBuf,
+        /// Where to push, e.g. `quay.io/me` (each bundle goes to `<prefix>/<package>:<version>`).
+        prefix: String,
+        /// Pushes at the same time.
+        #[arg(long, default_value_t = 8)]
+        jobs: usize,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
     /// Pull a bundle image and unpack it into a folder (safely: no paths escape it).
     Pull {
         /// The image.
@@ -511,6 +525,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             std::io::stdout().lock().write_all(text.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::PushAll {
+            dir,
+            prefix,
+            jobs,
+            registry,
+        } => push_all(&dir, &prefix, jobs.max(1), &registry),
         Command::Objects { paths } => list_objects(&paths),
     }
 }
@@ -660,6 +680,109 @@ fn validate(
         }
     }
     Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `(package, version, folder)` for every bundle folder at most two levels below `dir`.
+fn bundle_folders(dir: &Path) -> anyhow::Result<Vec<(String, String, PathBuf)>> {
+    let mut found = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for entry in entries {
+        if bundle_tool::catalog::render::is_bundle_dir(&entry) {
+            let name = entry
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            found.push((
+                name,
+                csv_version(&entry).unwrap_or_else(|| "latest".into()),
+                entry,
+            ));
+        } else if entry.is_dir() {
+            let mut versions: Vec<_> = std::fs::read_dir(&entry)?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .collect();
+            versions.sort();
+            for version in versions
+                .into_iter()
+                .filter(|v| bundle_tool::catalog::render::is_bundle_dir(v))
+            {
+                let package = entry
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                let tag = version
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                found.push((package, tag, version));
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn push_all(
+    dir: &Path,
+    prefix: &str,
+    jobs: usize,
+    registry: &RegistryArgs,
+) -> anyhow::Result<ExitCode> {
+    let bundles = bundle_folders(dir)?;
+    anyhow::ensure!(
+        !bundles.is_empty(),
+        "{}: no bundle folders found",
+        dir.display()
+    );
+    let first = parse_reference(&format!("{prefix}/probe:latest"))?;
+    let client = std::sync::Arc::new(registry.client(&first)?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let results = runtime.block_on(async {
+        let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
+        let mut tasks = Vec::new();
+        for (package, version, folder) in bundles {
+            let (client, limit, prefix) = (client.clone(), limit.clone(), prefix.to_string());
+            tasks.push(tokio::spawn(async move {
+                let _permit = limit.acquire_owned().await?;
+                // Tags allow [A-Za-z0-9_.-]: a version's `+build` becomes `_build`.
+                let reference =
+                    parse_reference(&format!("{prefix}/{package}:{}", version.replace('+', "_")))?;
+                let image = tokio::task::spawn_blocking(move || build_image(&folder)).await??;
+                let digest = client.push(&reference, &image).await?;
+                anyhow::Ok(format!("{}@{digest}", reference.whole()))
+            }));
+        }
+        let mut lines = Vec::new();
+        for task in tasks {
+            lines.push(task.await.map_err(anyhow::Error::from).and_then(|r| r));
+        }
+        lines
+    });
+    let mut failed = 0;
+    let mut out = std::io::stdout().lock();
+    for result in results {
+        match result {
+            Ok(line) => writeln!(out, "{line}")?,
+            Err(error) => {
+                failed += 1;
+                eprintln!("error: {error:#}");
+            }
+        }
+    }
+    Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -1,6 +1,7 @@
 //! Build and push all 266 corpus bundles to a local registry with `bundle-tool push`, against
 //! `skopeo copy` of the same images from OCI layouts (built beforehand, not timed) to a second
-//! registry, in the same run (not a timed test). One process per bundle for each tool.
+//! registry, in the same run (not a timed test): one process per bundle for each tool, and
+//! `bundle-tool push-all` publishing all of them from one process.
 //! `cargo build --release -p bundle-tool && cargo bench -p e2e --bench images`.
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ async fn main() -> anyhow::Result<()> {
     bundles.sort();
     let for_us = OciRegistry::start(RegistryAuth::Anonymous).await?;
     let for_skopeo = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let for_push_all = OciRegistry::start(RegistryAuth::Anonymous).await?;
 
     // Layouts for skopeo (not timed).
     let layouts = tempfile::tempdir()?;
@@ -64,6 +66,16 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let mine = started.elapsed();
+
+    let started = Instant::now();
+    quiet(
+        Command::new(&ours)
+            .arg("push-all")
+            .arg(&root)
+            .arg(format!("{}/bench", for_push_all.host()))
+            .arg("--plain-http"),
+    );
+    let all_at_once = started.elapsed();
 
     let started = Instant::now();
     for (i, (name, _)) in bundles.iter().enumerate() {
@@ -91,8 +103,17 @@ async fn main() -> anyhow::Result<()> {
         theirs.as_secs_f64() * 1e3 / bundles.len() as f64
     );
     println!(
-        "speedup                          {:.1}x",
+        "speedup, process per bundle      {:.1}x",
         theirs.as_secs_f64() / mine.as_secs_f64()
+    );
+    println!(
+        "bundle-tool push-all (1 process) {:.2} s ({:.1} ms per bundle)",
+        all_at_once.as_secs_f64(),
+        all_at_once.as_secs_f64() * 1e3 / bundles.len() as f64
+    );
+    println!(
+        "speedup, push-all                {:.1}x",
+        theirs.as_secs_f64() / all_at_once.as_secs_f64()
     );
     Ok(())
 }

@@ -470,3 +470,45 @@ async fn docker_v2s2_manifests_on_request() -> anyhow::Result<()> {
     assert_eq!(rendered["name"], "redis-operator.v0.1.0");
     Ok(())
 }
+
+#[tokio::test]
+async fn push_all_publishes_every_bundle_of_a_folder() -> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let folder = tempfile::tempdir()?;
+    for (package, version) in [
+        ("redis-operator", "0.1.0"),
+        ("redis-operator", "0.2.0"),
+        ("other", "1.0.0"),
+    ] {
+        e2e::copy_dir(&redis_bundle(), &folder.path().join(package).join(version))?;
+    }
+    let out = ok(run(
+        Command::new(e2e::bundle_tool_binary())
+            .arg("push-all")
+            .arg(folder.path())
+            .args([&format!("{}/bundles", registry.host()), "--plain-http"]),
+        None,
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    for reference in [
+        "bundles/other:1.0.0",
+        "bundles/redis-operator:0.1.0",
+        "bundles/redis-operator:0.2.0",
+    ] {
+        let line = lines
+            .iter()
+            .find(|l| l.contains(reference))
+            .unwrap_or_else(|| panic!("{reference} not pushed: {out}"));
+        let image = format!("docker://{}", line.split('@').next().unwrap());
+        let inspected: Value = serde_json::from_str(&ok(run(
+            Command::new("skopeo").args(["inspect", "--tls-verify=false", &image]),
+            None,
+        )))?;
+        assert_eq!(
+            inspected["Digest"].as_str(),
+            line.rsplit_once('@').map(|(_, d)| d)
+        );
+    }
+    Ok(())
+}
