@@ -51,14 +51,13 @@ fn median(program: &Path, args: &[&str], dir: &Path, runs: usize) -> (Duration, 
 }
 
 fn merged_corpus(into: &Path) -> u64 {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/catalogs");
     let mut bytes = 0;
-    for entry in std::fs::read_dir(root)
-        .expect("corpus")
-        .filter_map(Result::ok)
-    {
-        let source = entry.path().join("catalog.yaml");
-        let target = into.join(format!("{}.yaml", entry.file_name().to_string_lossy()));
+    for catalog in e2e::corpus::catalogs() {
+        let source = catalog.join("catalog.yaml");
+        let target = into.join(format!(
+            "{}.yaml",
+            catalog.file_name().unwrap_or_default().to_string_lossy()
+        ));
         bytes += std::fs::copy(&source, &target).expect("copy");
     }
     bytes

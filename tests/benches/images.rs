@@ -4,7 +4,7 @@
 //! `bundle-tool push-all` publishing all of them from one process.
 //! `cargo build --release -p bundle-tool && cargo bench -p e2e --bench images`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -26,19 +26,12 @@ fn quiet(command: &mut Command) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let ours = e2e::bundle_tool_binary();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/bundles");
-    let mut bundles: Vec<(String, PathBuf)> = Vec::new();
-    for package in std::fs::read_dir(&root)?.filter_map(Result::ok) {
-        for version in std::fs::read_dir(package.path())?.filter_map(Result::ok) {
-            let name = format!(
-                "{}:{}",
-                package.file_name().to_string_lossy(),
-                version.file_name().to_string_lossy().replace('+', "_")
-            );
-            bundles.push((name, version.path()));
-        }
-    }
-    bundles.sort();
+    let root = e2e::corpus::bundles_root();
+    // Tags allow [A-Za-z0-9_.-]: a version's `+build` becomes `_build`.
+    let bundles: Vec<(String, PathBuf)> = e2e::corpus::bundles()
+        .into_iter()
+        .map(|(package, version, dir)| (format!("{package}:{}", version.replace('+', "_")), dir))
+        .collect();
     let for_us = OciRegistry::start(RegistryAuth::Anonymous).await?;
     let for_skopeo = OciRegistry::start(RegistryAuth::Anonymous).await?;
     let for_push_all = OciRegistry::start(RegistryAuth::Anonymous).await?;

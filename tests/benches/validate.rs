@@ -46,20 +46,10 @@ fn main() {
         ours.is_file(),
         "build bundle-tool first: cargo build --release -p bundle-tool"
     );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/bundles");
-    let mut bundles = Vec::new();
-    for package in std::fs::read_dir(&root)
-        .expect("corpus")
-        .filter_map(Result::ok)
-    {
-        for version in std::fs::read_dir(package.path())
-            .unwrap()
-            .filter_map(Result::ok)
-        {
-            bundles.push(version.path());
-        }
-    }
-    bundles.sort();
+    let bundles: Vec<PathBuf> = e2e::corpus::bundles()
+        .into_iter()
+        .map(|(_, _, dir)| dir)
+        .collect();
     let theirs = total(
         &sdk,
         &[

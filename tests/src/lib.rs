@@ -14,6 +14,7 @@
 
 pub mod assets;
 mod control_plane;
+pub mod corpus;
 mod fault_proxy;
 mod pki;
 mod ports;

@@ -2,16 +2,12 @@
 //! docker-registry), checked with skopeo and opm.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use e2e::assets::Assets;
 use e2e::{OciRegistry, RegistryAuth};
 use serde_json::Value;
-
-fn redis_bundle() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle")
-}
 
 fn run(command: &mut Command, stdin: Option<&str>) -> std::process::Output {
     let mut child = command
@@ -45,11 +41,11 @@ fn ok(output: std::process::Output) -> String {
 #[test]
 fn building_twice_in_different_places_gives_the_same_digest() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    e2e::copy_dir(&redis_bundle(), &b.path().join("copy")).unwrap();
+    e2e::copy_dir(&e2e::corpus::redis_bundle(), &b.path().join("copy")).unwrap();
     let first = ok(run(
         Command::new(e2e::bundle_tool_binary())
             .args(["build"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .arg("--oci-layout")
             .arg(a.path().join("oci")),
         None,
@@ -102,7 +98,7 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
     let pushed = ok(run(
         Command::new(e2e::bundle_tool_binary())
             .args(["push"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .args([&reference, "--plain-http"]),
         None,
     ));
@@ -136,7 +132,7 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
     let from_dir: Value = serde_json::from_str(&ok(run(
         Command::new(&opm)
             .args(["render", "-o", "json"])
-            .arg(redis_bundle()),
+            .arg(e2e::corpus::redis_bundle()),
         None,
     )))?;
     assert_eq!(from_image["image"], reference.as_str());
@@ -169,7 +165,9 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
         None,
     ));
     for folder in ["manifests", "metadata"] {
-        for entry in std::fs::read_dir(redis_bundle().join(folder))?.filter_map(Result::ok) {
+        for entry in
+            std::fs::read_dir(e2e::corpus::redis_bundle().join(folder))?.filter_map(Result::ok)
+        {
             let pulled = std::fs::read(out.path().join(folder).join(entry.file_name()))?;
             assert_eq!(
                 pulled,
@@ -193,7 +191,7 @@ async fn push_to_an_anonymous_registry_then_opm_and_pull_read_it() -> anyhow::Re
     let again = ok(run(
         Command::new(e2e::bundle_tool_binary())
             .args(["push"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .args([&reference, "--plain-http"]),
         None,
     ));
@@ -215,7 +213,7 @@ async fn push_with_basic_auth_reads_the_password_from_stdin_and_never_prints_it(
     let wrong = run(
         Command::new(e2e::bundle_tool_binary())
             .args(["push"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .args([
                 &reference,
                 "--plain-http",
@@ -241,7 +239,7 @@ async fn push_with_basic_auth_reads_the_password_from_stdin_and_never_prints_it(
     let pushed = run(
         Command::new(e2e::bundle_tool_binary())
             .args(["push"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .args([
                 &reference,
                 "--plain-http",
@@ -291,7 +289,7 @@ async fn push_survives_503s_and_cut_connections() -> anyhow::Result<()> {
     let pushed = ok(run(
         Command::new(e2e::bundle_tool_binary())
             .args(["push"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .args([&through_proxy, "--plain-http"]),
         None,
     ));
@@ -441,7 +439,7 @@ async fn docker_v2s2_manifests_on_request() -> anyhow::Result<()> {
     ok(run(
         Command::new(e2e::bundle_tool_binary())
             .args(["push"])
-            .arg(redis_bundle())
+            .arg(e2e::corpus::redis_bundle())
             .args([&reference, "--plain-http", "--format", "docker"]),
         None,
     ));
@@ -480,7 +478,10 @@ async fn push_all_publishes_every_bundle_of_a_folder() -> anyhow::Result<()> {
         ("redis-operator", "0.2.0"),
         ("other", "1.0.0"),
     ] {
-        e2e::copy_dir(&redis_bundle(), &folder.path().join(package).join(version))?;
+        e2e::copy_dir(
+            &e2e::corpus::redis_bundle(),
+            &folder.path().join(package).join(version),
+        )?;
     }
     let out = ok(run(
         Command::new(e2e::bundle_tool_binary())

@@ -31,20 +31,8 @@ fn verdict(output: &std::process::Output, who: &str, dir: &Path) -> (bool, BTree
 #[test]
 fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
     let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/bundles");
-    let mut bundles = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle")];
-    for package in std::fs::read_dir(&root)
-        .expect("corpus bundles")
-        .filter_map(Result::ok)
-    {
-        for version in std::fs::read_dir(package.path())
-            .unwrap()
-            .filter_map(Result::ok)
-        {
-            bundles.push(version.path());
-        }
-    }
-    bundles.sort();
+    let mut bundles = vec![e2e::corpus::redis_bundle()];
+    bundles.extend(e2e::corpus::bundles().into_iter().map(|(_, _, dir)| dir));
     assert!(bundles.len() >= 267);
     let (mut agree, mut invalid) = (0, 0);
     for dir in &bundles {
@@ -97,7 +85,7 @@ fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
 #[test]
 fn broken_bundles_are_rejected_with_a_clear_error() {
     let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle");
+    let source = e2e::corpus::redis_bundle();
     let csv_name = "redis-operator.clusterserviceversion.yaml";
     type Break = fn(&Path);
     let cases: &[(&str, Break, &str)] = &[

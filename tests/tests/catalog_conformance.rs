@@ -10,14 +10,7 @@ use e2e::assets::Assets;
 use serde_json::{Value, json};
 
 fn corpus() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/catalogs");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("the corpus is missing at {}: {e}", root.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = e2e::corpus::catalogs();
     assert_eq!(dirs.len(), 39, "the corpus has 39 catalogs");
     dirs
 }
@@ -321,20 +314,8 @@ fn normalize_related_images(mut documents: Vec<Value>) -> Vec<Value> {
 #[test]
 fn bundle_folders_render_like_opm() {
     let opm = Assets::locate().unwrap().opm().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/bundles");
-    let mut bundles: Vec<PathBuf> = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle")];
-    for package in std::fs::read_dir(&root)
-        .expect("corpus bundles")
-        .filter_map(Result::ok)
-    {
-        for version in std::fs::read_dir(package.path())
-            .unwrap()
-            .filter_map(Result::ok)
-        {
-            bundles.push(version.path());
-        }
-    }
-    bundles.sort();
+    let mut bundles = vec![e2e::corpus::redis_bundle()];
+    bundles.extend(e2e::corpus::bundles().into_iter().map(|(_, _, dir)| dir));
     assert!(
         bundles.len() >= 267,
         "the corpus has 266 bundles, plus ours"
