@@ -37,6 +37,41 @@ fn cluster(index: usize) -> RedisCluster {
     .expect("valid")
 }
 
+/// Counts the changes other controllers make to objects of `api` from now on: the counter, and
+/// the task to stop.
+async fn count_modifications<K>(
+    api: Api<K>,
+) -> anyhow::Result<(
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+    tokio::task::JoinHandle<()>,
+)>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    use futures::StreamExt;
+    let version = api
+        .list(&ListParams::default())
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = counter.clone();
+    let task = tokio::spawn(async move {
+        let Ok(stream) = api
+            .watch(&kube::api::WatchParams::default(), &version)
+            .await
+        else {
+            return;
+        };
+        let mut stream = Box::pin(stream);
+        while let Some(Ok(kube::api::WatchEvent::Modified(_))) = stream.next().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    Ok((counter, task))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let count: usize = std::env::var("SCALE_CLUSTERS")
@@ -129,63 +164,16 @@ async fn main() -> anyhow::Result<()> {
 
     // Idle: no reconcile should happen before the periodic resync (5 minutes). Count the
     // changes other controllers make to owned objects meanwhile, to tell them apart.
-    let idle_changes = std::sync::Arc::new((
-        std::sync::atomic::AtomicU64::new(0),
-        std::sync::atomic::AtomicU64::new(0),
-    ));
-    let sets_now = Api::<StatefulSet>::namespaced(admin.clone(), "bench")
-        .list(&ListParams::default())
-        .await?;
-    let budgets: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
-        Api::namespaced(admin.clone(), "bench");
-    let budgets_now = budgets.list(&ListParams::default()).await?;
-    let watch_sets = {
-        let counter = idle_changes.clone();
-        let api = Api::<StatefulSet>::namespaced(admin.clone(), "bench");
-        let version = sets_now
-            .metadata
-            .resource_version
-            .clone()
-            .unwrap_or_default();
-        tokio::spawn(async move {
-            use futures::StreamExt;
-            let Ok(stream) = api
-                .watch(&kube::api::WatchParams::default(), &version)
-                .await
-            else {
-                return;
-            };
-            let mut stream = Box::pin(stream);
-            while let Some(Ok(kube::api::WatchEvent::Modified(_))) = stream.next().await {
-                counter.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        })
-    };
-    let watch_budgets = {
-        let counter = idle_changes.clone();
-        let version = budgets_now
-            .metadata
-            .resource_version
-            .clone()
-            .unwrap_or_default();
-        tokio::spawn(async move {
-            use futures::StreamExt;
-            let Ok(stream) = budgets
-                .watch(&kube::api::WatchParams::default(), &version)
-                .await
-            else {
-                return;
-            };
-            let mut stream = Box::pin(stream);
-            while let Some(Ok(kube::api::WatchEvent::Modified(_))) = stream.next().await {
-                counter.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        })
-    };
+    let set_changes =
+        count_modifications(Api::<StatefulSet>::namespaced(admin.clone(), "bench")).await?;
+    let budget_changes = count_modifications(Api::<
+        k8s_openapi::api::policy::v1::PodDisruptionBudget,
+    >::namespaced(admin.clone(), "bench"))
+    .await?;
     let idle_window = Duration::from_secs(20);
     tokio::time::sleep(idle_window).await;
-    watch_sets.abort();
-    watch_budgets.abort();
+    set_changes.1.abort();
+    budget_changes.1.abort();
     let idle_reconciles = operator.metric("redis_operator_reconciles_total").await? - reconciles;
     let idle_writes = operator.metric("redis_operator_api_writes_total").await? - writes;
     let idle_rss = rss_kib(pid, "VmRSS:");
@@ -218,8 +206,8 @@ async fn main() -> anyhow::Result<()> {
     );
     println!(
         "owned objects changed when idle  {} StatefulSets, {} PodDisruptionBudgets",
-        idle_changes.0.load(std::sync::atomic::Ordering::Relaxed),
-        idle_changes.1.load(std::sync::atomic::Ordering::Relaxed)
+        set_changes.0.load(std::sync::atomic::Ordering::Relaxed),
+        budget_changes.0.load(std::sync::atomic::Ordering::Relaxed)
     );
     println!(
         "operator RSS before work         {:.1} MiB",

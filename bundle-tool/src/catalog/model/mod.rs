@@ -374,7 +374,11 @@ impl Model {
                 ));
             }
             // Loading already decoded every object once; counting them is enough here.
-            let object_count = b.properties.iter().filter(|p| p.type_ == "olm.bundle.object").count();
+            let object_count = b
+                .properties
+                .iter()
+                .filter(|p| p.type_ == "olm.bundle.object")
+                .count();
             // The document's data moves into its last channel and is copied into the others.
             let last = members.len() - 1;
             let mut data = Some((b.image, b.properties, b.related_images));
