@@ -10,6 +10,7 @@
 //!   model with every rule of `opm validate` (`model`), and render.
 //! - [`validate`]: bundle validation with operator-framework/api's checks and messages.
 //! - [`image`]: deterministic OCI bundle images; OCI layouts; push and pull.
+//! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
 
@@ -18,5 +19,6 @@ pub mod catalog;
 pub mod image;
 pub mod image_ref;
 pub mod manifest;
+pub mod serve;
 pub mod validate;
 pub mod version_range;

@@ -24,6 +24,9 @@ enum Command {
     /// Generate a registry+v1 bundle (CSV, CRDs, RBAC, annotations.yaml, bundle.Dockerfile)
     /// from an operator's manifests and a config file.
     Generate(GenerateArgs),
+    /// Serve a file-based catalog over OLM's registry gRPC API, like `opm serve`, with hot
+    /// reload and an optional HTTP view.
+    Serve(bundle_tool::serve::cli::ServeArgs),
     /// Validate a bundle folder with operator-framework/api's checks (as `operator-sdk bundle
     /// validate`); exit 1 on errors only.
     Validate {
@@ -321,6 +324,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate(args),
+        Command::Serve(args) => bundle_tool::serve::cli::serve(args),
         Command::Build {
             dir: None,
             binary: Some(binary),

@@ -21,6 +21,7 @@ mod ports;
 mod process;
 mod provisioner;
 mod registry;
+pub mod registry_server;
 
 pub(crate) use control_plane::client_from as control_plane_client;
 pub use control_plane::{ControlPlane, ControlPlaneOptions};

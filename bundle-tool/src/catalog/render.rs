@@ -51,7 +51,7 @@ fn first_document(path: &Path) -> Option<Value> {
 }
 
 /// Numbers as Go's `unstructured` objects re-encode them: whole floats become integers.
-fn go_numbers(value: Value) -> Value {
+pub(crate) fn go_numbers(value: Value) -> Value {
     match value {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or_default();
@@ -70,7 +70,7 @@ fn go_numbers(value: Value) -> Value {
 }
 
 /// Compact JSON as Go's encoder writes it: sorted keys, `<`, `>`, `&` escaped.
-fn go_json(value: &Value) -> String {
+pub(crate) fn go_json(value: &Value) -> String {
     serde_json::to_string(value)
         .unwrap_or_default()
         .replace('<', "\\u003c")

@@ -1,0 +1,453 @@
+//! The served catalog: one immutable snapshot built from a validated model, indexed for every
+//! registry RPC.
+//!
+//! A bundle listed in several channels is stored once (`BundleRecord`, shared) and its channel
+//! members carry only their edges. `csvJson` is synthesized on request rather than kept: it is
+//! only sent by the single-bundle RPCs, and keeping it for every bundle would cost more memory
+//! than the whole rest of the index.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::api;
+use super::csv::{CsvContext, synthesize};
+use crate::catalog::model::{self, Model};
+use crate::catalog::render::go_json;
+
+/// The package, channel and bundle name of one channel member.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BundleKey {
+    /// The package.
+    pub package: String,
+    /// The channel.
+    pub channel: String,
+    /// The bundle.
+    pub name: String,
+}
+
+/// A package as the registry API shows it.
+#[derive(Debug)]
+pub struct PackageEntry {
+    /// Its name.
+    pub name: String,
+    /// Its default channel ("" when none).
+    pub default_channel: String,
+    /// Its deprecation message, if deprecated.
+    pub deprecation: Option<String>,
+    /// Its channels by name.
+    pub channels: BTreeMap<String, ChannelEntry>,
+}
+
+/// A channel: its head and its members.
+#[derive(Debug)]
+pub struct ChannelEntry {
+    /// Its name.
+    pub name: String,
+    /// The channel head's bundle name.
+    pub head: String,
+    /// Its deprecation message, if deprecated.
+    pub deprecation: Option<String>,
+    /// Its bundles by name.
+    pub members: BTreeMap<String, ChannelMember>,
+}
+
+/// A bundle in one channel: the channel's edges for it and the shared bundle data.
+#[derive(Debug)]
+pub struct ChannelMember {
+    /// The bundle it replaces in this channel.
+    pub replaces: String,
+    /// The bundles it skips.
+    pub skips: Vec<String>,
+    /// Its skip range in this channel.
+    pub skip_range: String,
+    /// The bundle.
+    pub record: Arc<BundleRecord>,
+}
+
+/// What a bundle is, whatever channel lists it.
+#[derive(Debug)]
+pub struct BundleRecord {
+    /// The API message without the channel's fields, `csvJson` and `object`.
+    pub base: api::Bundle,
+    /// Where `csvJson` comes from.
+    pub csv: CsvSource,
+    /// The bundle's manifests as JSON (from `olm.bundle.object`, or rendered for inline serving).
+    pub objects: Vec<String>,
+    /// The provided APIs as (group, version, kind).
+    pub provides: Vec<(String, String, String)>,
+}
+
+/// How a bundle's `csvJson` is produced.
+#[derive(Debug)]
+pub enum CsvSource {
+    /// The CSV among its objects (an index into `objects`).
+    Object(usize),
+    /// Synthesized from its `olm.csv.metadata` property.
+    Metadata {
+        /// The property value.
+        metadata: Value,
+        /// The bundle's version, normalized (`spec.version`).
+        version: String,
+        /// The bundle's related images (name, image).
+        related_images: Vec<(String, String)>,
+        /// The package's description (a fallback).
+        package_description: Arc<str>,
+        /// The package's icon (base64, media type).
+        package_icon: Option<Arc<(String, String)>>,
+    },
+    /// Nothing to build one from: served empty.
+    None,
+}
+
+/// Whether a bundle is served inline (empty bundle path, manifests embedded).
+#[derive(Debug)]
+pub enum Inline {
+    /// Served by image, as written.
+    No,
+    /// Inline, from its `olm.bundle.object` properties.
+    FromProperties,
+    /// Inline, with these manifests (JSON) rendered from its bundle folder or image.
+    Rendered(Vec<String>),
+}
+
+/// One snapshot of the served catalog.
+#[derive(Debug, Default)]
+pub struct CatalogIndex {
+    /// Packages by name.
+    pub packages: BTreeMap<String, PackageEntry>,
+    /// Every channel member in `ListBundles` order: (channel, package, name).
+    pub listing: Vec<BundleKey>,
+    /// How many distinct bundles there are.
+    pub bundle_count: usize,
+}
+
+impl BundleRecord {
+    /// The bundle's `csvJson`.
+    pub fn csv_json(&self) -> String {
+        match &self.csv {
+            CsvSource::Object(i) => self.objects.get(*i).cloned().unwrap_or_default(),
+            CsvSource::Metadata {
+                metadata,
+                version,
+                related_images,
+                package_description,
+                package_icon,
+            } => {
+                let context = CsvContext {
+                    name: &self.base.csv_name,
+                    version: version.clone(),
+                    package_description,
+                    package_icon: package_icon.as_deref().cloned(),
+                    related_images: related_images.clone(),
+                };
+                synthesize(metadata, &context).unwrap_or_default()
+            }
+            CsvSource::None => String::new(),
+        }
+    }
+
+    /// The `object` list: the objects, or the synthesized CSV alone as opm sends it.
+    fn object_list(&self, csv_json: &str) -> Vec<String> {
+        match (&self.csv, self.objects.is_empty()) {
+            (CsvSource::Metadata { .. }, true) if !csv_json.is_empty() => {
+                vec![csv_json.to_string()]
+            }
+            _ => self.objects.clone(),
+        }
+    }
+}
+
+impl CatalogIndex {
+    /// Looks a member up.
+    pub fn member(&self, package: &str, channel: &str, name: &str) -> Option<&ChannelMember> {
+        self.packages
+            .get(package)?
+            .channels
+            .get(channel)?
+            .members
+            .get(name)
+    }
+
+    /// The message `ListBundles` streams for a member: edges filled; `csvJson` and `object`
+    /// only when the bundle is served inline (no bundle path).
+    pub fn listed_bundle(&self, key: &BundleKey) -> Option<api::Bundle> {
+        let member = self.member(&key.package, &key.channel, &key.name)?;
+        let record = &member.record;
+        let mut bundle = record.base.clone();
+        bundle.channel_name = key.channel.clone();
+        bundle.skip_range = member.skip_range.clone();
+        bundle.replaces = member.replaces.clone();
+        bundle.skips = member.skips.clone();
+        if bundle.bundle_path.is_empty() {
+            bundle.csv_json = record.csv_json();
+            bundle.object = record.object_list(&bundle.csv_json);
+        }
+        Some(bundle)
+    }
+
+    /// The message the single-bundle RPCs send: `csvJson` and `object` kept, edges blanked.
+    pub fn trimmed_bundle(&self, package: &str, channel: &str, name: &str) -> Option<api::Bundle> {
+        let member = self.member(package, channel, name)?;
+        let record = &member.record;
+        let mut bundle = record.base.clone();
+        bundle.channel_name = channel.to_string();
+        bundle.skip_range = member.skip_range.clone();
+        bundle.csv_json = record.csv_json();
+        bundle.object = record.object_list(&bundle.csv_json);
+        Some(bundle)
+    }
+
+    /// Builds the index from a validated model; `inline` decides, bundle by bundle, whether
+    /// it is served inline.
+    pub fn build(
+        model: Model,
+        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
+    ) -> Result<CatalogIndex, String> {
+        let mut index = CatalogIndex::default();
+        for (package_name, package) in model.packages {
+            let description: Arc<str> = Arc::from(package.description.as_str());
+            let icon = package.icon.as_ref().map(|icon| {
+                Arc::new((
+                    base64::engine::general_purpose::STANDARD.encode(&icon.data),
+                    icon.media_type.clone(),
+                ))
+            });
+            let mut records: HashMap<String, Arc<BundleRecord>> = HashMap::new();
+            let mut channels = BTreeMap::new();
+            for (channel_name, channel) in package.channels {
+                let head = channel.head()?.name.clone();
+                let mut members = BTreeMap::new();
+                for (bundle_name, bundle) in channel.bundles {
+                    let record = match records.get(&bundle_name) {
+                        Some(record) => record.clone(),
+                        None => {
+                            let decision = inline(&bundle)
+                                .map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
+                            let record = Arc::new(bundle_record(
+                                &package_name,
+                                &bundle,
+                                decision,
+                                &description,
+                                &icon,
+                            )?);
+                            records.insert(bundle_name.clone(), record.clone());
+                            record
+                        }
+                    };
+                    index.listing.push(BundleKey {
+                        package: package_name.clone(),
+                        channel: channel_name.clone(),
+                        name: bundle_name.clone(),
+                    });
+                    members.insert(
+                        bundle_name,
+                        ChannelMember {
+                            replaces: bundle.replaces,
+                            skips: bundle.skips,
+                            skip_range: bundle.skip_range,
+                            record,
+                        },
+                    );
+                }
+                channels.insert(
+                    channel_name.clone(),
+                    ChannelEntry {
+                        name: channel_name,
+                        head,
+                        deprecation: channel.deprecation,
+                        members,
+                    },
+                );
+            }
+            index.bundle_count += records.len();
+            index.packages.insert(
+                package_name.clone(),
+                PackageEntry {
+                    name: package_name,
+                    default_channel: package.default_channel.unwrap_or_default(),
+                    deprecation: package.deprecation,
+                    channels,
+                },
+            );
+        }
+        // opm's bundle store is ordered by (channel, package, name).
+        index.listing.sort_by(|a, b| {
+            (&a.channel, &a.package, &a.name).cmp(&(&b.channel, &b.package, &b.name))
+        });
+        Ok(index)
+    }
+}
+
+/// A property value as opm keeps it: compact JSON, sorted keys, Go's number format, no HTML
+/// escaping.
+fn property_json(value: &Value) -> String {
+    serde_json::to_string(&crate::catalog::render::go_numbers(value.clone())).unwrap_or_default()
+}
+
+fn gvk(value: &Value) -> (String, String, String) {
+    let field = |name: &str| {
+        value
+            .as_object()
+            .and_then(|m| m.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+            .and_then(|(_, v)| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("group"), field("version"), field("kind"))
+}
+
+fn bundle_record(
+    package: &str,
+    bundle: &model::Bundle,
+    inline: Inline,
+    package_description: &Arc<str>,
+    package_icon: &Option<Arc<(String, String)>>,
+) -> Result<BundleRecord, String> {
+    let mut provides = Vec::new();
+    let mut required = Vec::new();
+    let mut dependencies = Vec::new();
+    let mut properties = Vec::new();
+    let mut metadata = Vec::new();
+    let mut objects = Vec::new();
+    let mut version = String::new();
+    for property in &bundle.properties {
+        match property.type_.as_str() {
+            "olm.bundle.object" => {
+                objects.push(bundle_object_json(&property.value)?);
+                continue;
+            }
+            "olm.csv.metadata" => {
+                metadata.push(&property.value);
+                continue;
+            }
+            "olm.package" => {
+                version = gvk_field(&property.value, "version");
+            }
+            "olm.gvk" => provides.push(gvk(&property.value)),
+            "olm.gvk.required" => {
+                required.push(gvk(&property.value));
+                dependencies.push(api::Dependency {
+                    r#type: "olm.gvk".into(),
+                    value: property_json(&property.value),
+                });
+            }
+            "olm.package.required" => {
+                // Encoded like opm: the struct's field order, no HTML escaping.
+                let text = |name: &str| Value::String(gvk_field(&property.value, name)).to_string();
+                dependencies.push(api::Dependency {
+                    r#type: "olm.package".into(),
+                    value: format!(
+                        "{{\"packageName\":{},\"version\":{}}}",
+                        text("packageName"),
+                        text("versionRange")
+                    ),
+                });
+            }
+            _ => {}
+        }
+        properties.push(api::Property {
+            r#type: property.type_.clone(),
+            value: property_json(&property.value),
+        });
+    }
+    if metadata.len() > 1 {
+        return Err(format!(
+            "expected at most 1 property of type \"olm.csv.metadata\", found {}",
+            metadata.len()
+        ));
+    }
+    let mut image = bundle.image.clone();
+    match inline {
+        Inline::No => {}
+        Inline::FromProperties => image.clear(),
+        Inline::Rendered(rendered) => {
+            objects = rendered;
+            image.clear();
+        }
+    }
+    let csv = match objects.iter().position(|o| is_csv(o)) {
+        Some(i) => CsvSource::Object(i),
+        None => match metadata.first() {
+            Some(value) => CsvSource::Metadata {
+                metadata: (*value).clone(),
+                version: bundle
+                    .version
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                related_images: bundle
+                    .related_images
+                    .iter()
+                    .map(|r| (r.name.clone(), r.image.clone()))
+                    .collect(),
+                package_description: package_description.clone(),
+                package_icon: package_icon.clone(),
+            },
+            None => CsvSource::None,
+        },
+    };
+    let api_gvk = |(group, version, kind): &(String, String, String)| api::GroupVersionKind {
+        group: group.clone(),
+        version: version.clone(),
+        kind: kind.clone(),
+        plural: String::new(),
+    };
+    let base = api::Bundle {
+        csv_name: bundle.name.clone(),
+        package_name: package.to_string(),
+        bundle_path: image,
+        provided_apis: provides.iter().map(api_gvk).collect(),
+        required_apis: required.iter().map(api_gvk).collect(),
+        version,
+        dependencies,
+        properties,
+        deprecation: bundle.deprecation.as_ref().map(|message| api::Deprecation {
+            message: message.clone(),
+        }),
+        ..Default::default()
+    };
+    Ok(BundleRecord {
+        base,
+        csv,
+        objects,
+        provides,
+    })
+}
+
+fn gvk_field(value: &Value, name: &str) -> String {
+    value
+        .as_object()
+        .and_then(|m| m.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+        .and_then(|(_, v)| v.as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// An `olm.bundle.object` as opm serves it: JSON data passes through as written, YAML becomes
+/// JSON (keys sorted, Go's escaping).
+fn bundle_object_json(value: &Value) -> Result<String, String> {
+    let data = value
+        .get("data")
+        .and_then(Value::as_str)
+        .ok_or("olm.bundle.object without data")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| format!("olm.bundle.object data is not base64: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| format!("olm.bundle.object: {e}"))?;
+    if text.trim_start().starts_with('{') {
+        return Ok(text);
+    }
+    let value: Value = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("olm.bundle.object is neither JSON nor YAML: {e}"))?;
+    Ok(go_json(&value))
+}
+
+fn is_csv(object: &str) -> bool {
+    serde_json::from_str::<Value>(object)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_string))
+        .is_some_and(|kind| kind == "ClusterServiceVersion")
+}

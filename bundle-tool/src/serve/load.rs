@@ -1,0 +1,131 @@
+//! Loading a catalog folder into a servable snapshot: the same load and validation as
+//! `catalog validate`, then the index, and for `--inline-bundles` each bundle's manifests.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::index::{CatalogIndex, Inline};
+use super::metas::MetaStore;
+use crate::catalog::{declcfg, model};
+
+/// How the catalog is turned into a snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Serve bundles inline (empty `bundlePath`, CSV and objects embedded) so that OLM needs
+    /// no unpack Job.
+    pub inline_bundles: bool,
+    /// Bundle folders standing in for bundle images (image reference → folder).
+    pub bundle_sources: BTreeMap<String, PathBuf>,
+    /// Pull bundle images over plain HTTP (local registries).
+    pub plain_http: bool,
+    /// Keep the documents for the HTTP view.
+    pub keep_documents: bool,
+}
+
+/// A loaded catalog, ready to swap in.
+pub struct Snapshot {
+    /// The index the RPCs read.
+    pub index: CatalogIndex,
+    /// The documents, when kept.
+    pub metas: Option<MetaStore>,
+}
+
+/// Loads and validates `root`; `Err` holds what `catalog validate` would print.
+pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, String> {
+    let config = declcfg::load_dir(root).map_err(|e| e.to_string())?;
+    let metas = if options.keep_documents {
+        Some(MetaStore::write(&config).map_err(|e| format!("store documents: {e}"))?)
+    } else {
+        None
+    };
+    let model = model::Model::from_declcfg(config)?;
+    if let Some(tree) = model.validate() {
+        return Err(tree.to_string());
+    }
+    let mut inline = |bundle: &model::Bundle| -> Result<Inline, String> {
+        if !options.inline_bundles {
+            return Ok(Inline::No);
+        }
+        if bundle.object_count > 0 {
+            return Ok(Inline::FromProperties);
+        }
+        if let Some(dir) = options.bundle_sources.get(&bundle.image) {
+            return bundle_dir_objects(dir).map(Inline::Rendered);
+        }
+        if bundle.image.is_empty() {
+            return Ok(Inline::No);
+        }
+        pull_objects(&bundle.image, options.plain_http).map(Inline::Rendered)
+    };
+    let index = CatalogIndex::build(model, &mut inline)?;
+    // Loading parsed every document into short-lived trees; give those pages back so that a
+    // long-running server's footprint is its index, not its start-up peak.
+    trim_heap();
+    Ok(Snapshot { index, metas })
+}
+
+fn trim_heap() {
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; glibc makes it
+    // thread-safe.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// A bundle folder's manifests as compact JSON, in file-name order (as opm renders them).
+pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, String> {
+    let manifests = dir.join("manifests");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&manifests)
+        .map_err(|e| format!("{}: {e}", manifests.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    let mut objects = Vec::new();
+    for file in files {
+        let documents = crate::manifest::read_path(&file).map_err(|e| e.to_string())?;
+        for document in documents {
+            if document.value.is_object() {
+                objects.push(serde_json::to_string(&document.value).map_err(|e| e.to_string())?);
+            }
+        }
+    }
+    if objects.is_empty() {
+        return Err(format!("{}: no manifests", manifests.display()));
+    }
+    Ok(objects)
+}
+
+/// Pulls a bundle image and reads its manifests.
+fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, String> {
+    let parsed: oci_client::Reference = reference
+        .parse()
+        .map_err(|e| format!("{reference:?} is not an image reference: {e}"))?;
+    let client = crate::image::RegistryClient::new(
+        plain_http,
+        crate::image::Credentials::from_auth_files(parsed.registry()),
+    );
+    let pull = client.pull(&parsed);
+    let image = match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.block_on(pull),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(pull),
+    }
+    .map_err(|e| format!("pull {reference}: {e:#}"))?;
+    let folder = tempfile::tempdir().map_err(|e| e.to_string())?;
+    crate::image::unpack_layer(&image.layer, folder.path())
+        .map_err(|e| format!("unpack {reference}: {e}"))?;
+    bundle_dir_objects(folder.path())
+}
+
+/// Reads `--bundle-source REF=DIR` arguments.
+pub fn parse_bundle_source(text: &str) -> Result<(String, PathBuf), String> {
+    let (reference, dir) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{text:?}: expected IMAGE=DIR"))?;
+    Ok((reference.to_string(), PathBuf::from(dir)))
+}

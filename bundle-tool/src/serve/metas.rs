@@ -1,0 +1,152 @@
+//! The catalog's documents for the HTTP view, as JSON lines (one document per line, like
+//! OLM v1's catalogd), kept in an unnamed temporary file rather than in memory: the HTTP view
+//! is read rarely and the documents are the bulk of a catalog.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+
+use crate::catalog::declcfg::DeclarativeConfig;
+
+/// Where one document is in the file.
+struct MetaEntry {
+    schema: String,
+    package: String,
+    name: String,
+    offset: u64,
+    length: u32,
+}
+
+/// All documents of one snapshot.
+pub struct MetaStore {
+    file: File,
+    entries: Vec<MetaEntry>,
+}
+
+/// A filter on documents: each set field must match exactly.
+#[derive(Debug, Default)]
+pub struct MetaQuery {
+    /// `schema`.
+    pub schema: Option<String>,
+    /// `package` (for a package document, its name).
+    pub package: Option<String>,
+    /// `name`.
+    pub name: Option<String>,
+}
+
+impl MetaStore {
+    /// Writes every document of `config` to a new temporary file.
+    pub fn write(config: &DeclarativeConfig) -> std::io::Result<MetaStore> {
+        let file = tempfile::tempfile()?;
+        let mut writer = BufWriter::new(file.try_clone()?);
+        let mut entries = Vec::new();
+        let mut offset = 0u64;
+        let mut add = |schema: &str, package: &str, name: &str, line: String| {
+            writer.write_all(line.as_bytes())?;
+            writer.write_all(b"\n")?;
+            let length = line.len() as u64 + 1;
+            entries.push(MetaEntry {
+                schema: schema.to_string(),
+                package: package.to_string(),
+                name: name.to_string(),
+                offset,
+                length: u32::try_from(length).map_err(std::io::Error::other)?,
+            });
+            offset += length;
+            std::io::Result::Ok(())
+        };
+        for p in &config.packages {
+            add(&p.schema, &p.name, &p.name, serde_json::to_string(p)?)?;
+        }
+        for c in &config.channels {
+            add(&c.schema, &c.package, &c.name, serde_json::to_string(c)?)?;
+        }
+        for b in &config.bundles {
+            add(&b.schema, &b.package, &b.name, serde_json::to_string(b)?)?;
+        }
+        for d in &config.deprecations {
+            add(&d.schema, &d.package, "", serde_json::to_string(d)?)?;
+        }
+        for m in &config.others {
+            add(
+                &m.schema,
+                &m.package,
+                &m.name,
+                serde_json::to_string(&m.blob)?,
+            )?;
+        }
+        writer.flush()?;
+        drop(writer);
+        Ok(MetaStore { file, entries })
+    }
+
+    /// How many documents there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The matching documents as JSON lines, in catalog order.
+    pub fn select(&self, query: &MetaQuery) -> std::io::Result<Vec<u8>> {
+        let wanted =
+            |filter: &Option<String>, value: &str| filter.as_deref().is_none_or(|f| f == value);
+        let mut out = Vec::new();
+        for entry in &self.entries {
+            if wanted(&query.schema, &entry.schema)
+                && wanted(&query.package, &entry.package)
+                && wanted(&query.name, &entry.name)
+            {
+                let start = out.len();
+                out.resize(start + entry.length as usize, 0);
+                self.file.read_exact_at(&mut out[start..], entry.offset)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_select_documents_by_schema_package_and_name() {
+        let mut config = DeclarativeConfig::default();
+        crate::catalog::declcfg::load_str(
+            std::path::Path::new("catalog.yaml"),
+            "schema: olm.package\nname: a\n---\nschema: olm.channel\npackage: a\nname: stable\nentries: [{name: a.v1}]\n---\nschema: olm.bundle\npackage: a\nname: a.v1\nimage: x/a:1\nproperties: [{type: olm.package, value: {packageName: a, version: 1.0.0}}]\n",
+            &mut config,
+        )
+        .unwrap();
+        let store = MetaStore::write(&config).unwrap();
+        assert_eq!(store.len(), 3);
+        let all = String::from_utf8(store.select(&MetaQuery::default()).unwrap()).unwrap();
+        assert_eq!(all.lines().count(), 3);
+        for line in all.lines() {
+            serde_json::from_str::<serde_json::Value>(line).unwrap();
+        }
+        let channels = store
+            .select(&MetaQuery {
+                schema: Some("olm.channel".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let text = String::from_utf8(channels).unwrap();
+        assert!(
+            text.starts_with("{\"entries\"") || text.contains("\"name\":\"stable\""),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1);
+        let none = store
+            .select(&MetaQuery {
+                package: Some("b".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(none.is_empty());
+    }
+}

@@ -1,0 +1,138 @@
+//! Catalog registry servers for the tests: `opm serve` (the reference) and `bundle-tool serve`,
+//! started on a catalog folder, ready once gRPC health answers SERVING for `Registry` (the
+//! name OLM's probes use).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bundle_tool::serve::api::registry_client::RegistryClient;
+use tonic::transport::Channel;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+
+use crate::ManagedProcess;
+use crate::assets::Assets;
+
+/// Which program serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerKind {
+    /// `opm serve` v1.73.0.
+    Opm,
+    /// `bundle-tool serve` of this build.
+    BundleTool,
+}
+
+/// A running registry server.
+pub struct RegistryServer {
+    /// The program.
+    pub kind: ServerKind,
+    /// Its gRPC port on 127.0.0.1.
+    pub port: u16,
+    /// How long from spawn to SERVING.
+    pub startup: Duration,
+    process: ManagedProcess,
+    _workdir: tempfile::TempDir,
+}
+
+impl RegistryServer {
+    /// Starts `kind` on `catalog` with extra arguments and waits (up to `timeout`) until it
+    /// serves. opm binds every interface: call [`crate::require_isolated_network`] first.
+    pub async fn start(
+        kind: ServerKind,
+        catalog: &Path,
+        extra: &[&str],
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let port = crate::free_port()?;
+        let workdir = tempfile::tempdir()?;
+        let (program, mut args): (PathBuf, Vec<String>) = match kind {
+            ServerKind::Opm => {
+                crate::require_isolated_network()?;
+                (
+                    Assets::locate()?.opm()?,
+                    vec![
+                        "serve".into(),
+                        catalog.display().to_string(),
+                        "--port".into(),
+                        port.to_string(),
+                        // pprof would bind localhost:6060 in every instance.
+                        "--pprof-addr=".into(),
+                        "--termination-log".into(),
+                        workdir.path().join("termination.log").display().to_string(),
+                    ],
+                )
+            }
+            ServerKind::BundleTool => (
+                crate::bundle_tool_binary(),
+                vec![
+                    "serve".into(),
+                    catalog.display().to_string(),
+                    "--port".into(),
+                    port.to_string(),
+                ],
+            ),
+        };
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let name = format!("{kind:?}").to_lowercase();
+        let spawned = Instant::now();
+        let process = ManagedProcess::spawn(
+            &name,
+            &program,
+            &args,
+            &[("TMPDIR", &workdir.path().display().to_string())],
+            &workdir.path().join("serve.log"),
+        )?;
+        let deadline = spawned + timeout;
+        loop {
+            process.check_running()?;
+            if health(port).await == Some(ServingStatus::Serving) {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{name} did not serve within {timeout:?}:\n{}",
+                process.log_tail(20)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(RegistryServer {
+            kind,
+            port,
+            startup: spawned.elapsed(),
+            process,
+            _workdir: workdir,
+        })
+    }
+
+    /// A registry client.
+    pub async fn client(&self) -> anyhow::Result<RegistryClient<Channel>> {
+        let channel = Channel::from_shared(format!("http://127.0.0.1:{}", self.port))?
+            .connect()
+            .await
+            .with_context(|| format!("connect to {:?} on {}", self.kind, self.port))?;
+        Ok(RegistryClient::new(channel).max_decoding_message_size(64 * 1024 * 1024))
+    }
+
+    /// The process (for its pid, log and signals).
+    pub fn process(&self) -> &ManagedProcess {
+        &self.process
+    }
+}
+
+/// The health status of service `Registry` on `port`, if anything answers.
+pub async fn health(port: u16) -> Option<ServingStatus> {
+    let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))
+        .ok()?
+        .connect_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .ok()?;
+    let answer = HealthClient::new(channel)
+        .check(HealthCheckRequest {
+            service: "Registry".into(),
+        })
+        .await
+        .ok()?;
+    ServingStatus::try_from(answer.into_inner().status).ok()
+}
