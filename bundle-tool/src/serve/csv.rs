@@ -48,10 +48,10 @@ pub struct CsvContext<'a> {
     pub related_images: Vec<(String, String)>,
 }
 
-/// Builds opm's CSV JSON (Go's encoding, HTML characters escaped) from the metadata.
-pub fn synthesize(metadata: &Value, context: &CsvContext<'_>) -> Result<String, String> {
-    let metadata: CsvMetadata = serde_json::from_value(metadata.clone())
-        .map_err(|e| format!("parse olm.csv.metadata: {e}"))?;
+/// Builds opm's CSV JSON (Go's encoding, HTML characters escaped) from the metadata (JSON).
+pub fn synthesize(metadata: &str, context: &CsvContext<'_>) -> Result<String, String> {
+    let metadata: CsvMetadata =
+        serde_json::from_str(metadata).map_err(|e| format!("parse olm.csv.metadata: {e}"))?;
     let description = if metadata.description.is_empty() {
         context.package_description.to_string()
     } else {
@@ -413,7 +413,7 @@ mod tests {
                 "specDescriptors": [{"path": "size", "value": null}], "unknown": 1}]},
             "annotations": {"b": "2", "a": "1"}
         });
-        let text = synthesize(&metadata, &context()).unwrap();
+        let text = synthesize(&metadata.to_string(), &context()).unwrap();
         assert_eq!(
             text,
             concat!(
@@ -432,7 +432,7 @@ mod tests {
 
     #[test]
     fn a_metadata_of_the_wrong_shape_is_an_error() {
-        let error = synthesize(&json!({"keywords": "not a list"}), &context()).unwrap_err();
+        let error = synthesize(r#"{"keywords": "not a list"}"#, &context()).unwrap_err();
         assert!(error.starts_with("parse olm.csv.metadata:"), "{error}");
     }
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::api;
 use super::csv::{CsvContext, synthesize};
+use super::spill::{BlobRef, SpillFile, SpillWriter};
 use crate::catalog::model::{self, Model};
 use crate::catalog::render::go_json;
 
@@ -74,8 +75,9 @@ pub struct BundleRecord {
     pub base: api::Bundle,
     /// Where `csvJson` comes from.
     pub csv: CsvSource,
-    /// The bundle's manifests as JSON (from `olm.bundle.object`, or rendered for inline serving).
-    pub objects: Vec<String>,
+    /// The bundle's manifests as JSON (from `olm.bundle.object`, or rendered for inline
+    /// serving), in the snapshot's spill file.
+    pub objects: Vec<BlobRef>,
     /// The provided APIs as (group, version, kind).
     pub provides: Vec<(String, String, String)>,
 }
@@ -87,8 +89,9 @@ pub enum CsvSource {
     Object(usize),
     /// Synthesized from its `olm.csv.metadata` property.
     Metadata {
-        /// The property value.
-        metadata: Value,
+        /// The property value as compact JSON, in the spill file: only the single-bundle RPCs
+        /// read it.
+        metadata: BlobRef,
         /// The bundle's version, normalized (`spec.version`).
         version: String,
         /// The bundle's related images (name, image).
@@ -114,8 +117,10 @@ pub enum Inline {
 }
 
 /// One snapshot of the served catalog.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CatalogIndex {
+    /// CSV metadata and manifests, read on request.
+    pub spill: SpillFile,
     /// Packages by name.
     pub packages: BTreeMap<String, PackageEntry>,
     /// Every channel member in `ListBundles` order: (channel, package, name).
@@ -124,11 +129,12 @@ pub struct CatalogIndex {
     pub bundle_count: usize,
 }
 
-impl BundleRecord {
-    /// The bundle's `csvJson`.
-    pub fn csv_json(&self) -> String {
-        match &self.csv {
-            CsvSource::Object(i) => self.objects.get(*i).cloned().unwrap_or_default(),
+impl CatalogIndex {
+    /// A bundle's `csvJson`.
+    pub fn csv_json(&self, record: &BundleRecord) -> String {
+        let read = |blob: BlobRef| self.spill.read_string(blob).unwrap_or_default();
+        match &record.csv {
+            CsvSource::Object(i) => record.objects.get(*i).map(|b| read(*b)).unwrap_or_default(),
             CsvSource::Metadata {
                 metadata,
                 version,
@@ -137,30 +143,32 @@ impl BundleRecord {
                 package_icon,
             } => {
                 let context = CsvContext {
-                    name: &self.base.csv_name,
+                    name: &record.base.csv_name,
                     version: version.clone(),
                     package_description,
                     package_icon: package_icon.as_deref().cloned(),
                     related_images: related_images.clone(),
                 };
-                synthesize(metadata, &context).unwrap_or_default()
+                synthesize(&read(*metadata), &context).unwrap_or_default()
             }
             CsvSource::None => String::new(),
         }
     }
 
-    /// The `object` list: the objects, or the synthesized CSV alone as opm sends it.
-    fn object_list(&self, csv_json: &str) -> Vec<String> {
-        match (&self.csv, self.objects.is_empty()) {
+    /// A bundle's `object` list: its manifests, or the synthesized CSV alone as opm sends it.
+    fn object_list(&self, record: &BundleRecord, csv_json: &str) -> Vec<String> {
+        match (&record.csv, record.objects.is_empty()) {
             (CsvSource::Metadata { .. }, true) if !csv_json.is_empty() => {
                 vec![csv_json.to_string()]
             }
-            _ => self.objects.clone(),
+            _ => record
+                .objects
+                .iter()
+                .map(|blob| self.spill.read_string(*blob).unwrap_or_default())
+                .collect(),
         }
     }
-}
 
-impl CatalogIndex {
     /// Looks a member up.
     pub fn member(&self, package: &str, channel: &str, name: &str) -> Option<&ChannelMember> {
         self.packages
@@ -182,8 +190,8 @@ impl CatalogIndex {
         bundle.replaces = member.replaces.clone();
         bundle.skips = member.skips.clone();
         if bundle.bundle_path.is_empty() {
-            bundle.csv_json = record.csv_json();
-            bundle.object = record.object_list(&bundle.csv_json);
+            bundle.csv_json = self.csv_json(record);
+            bundle.object = self.object_list(record, &bundle.csv_json);
         }
         Some(bundle)
     }
@@ -195,8 +203,8 @@ impl CatalogIndex {
         let mut bundle = record.base.clone();
         bundle.channel_name = channel.to_string();
         bundle.skip_range = member.skip_range.clone();
-        bundle.csv_json = record.csv_json();
-        bundle.object = record.object_list(&bundle.csv_json);
+        bundle.csv_json = self.csv_json(record);
+        bundle.object = self.object_list(record, &bundle.csv_json);
         Some(bundle)
     }
 
@@ -206,7 +214,10 @@ impl CatalogIndex {
         model: Model,
         inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
     ) -> Result<CatalogIndex, String> {
-        let mut index = CatalogIndex::default();
+        let mut spill = SpillWriter::new().map_err(|e| format!("spill file: {e}"))?;
+        let mut packages = BTreeMap::new();
+        let mut listing = Vec::new();
+        let mut bundle_count = 0;
         for (package_name, package) in model.packages {
             let description: Arc<str> = Arc::from(package.description.as_str());
             let icon = package.icon.as_ref().map(|icon| {
@@ -227,6 +238,7 @@ impl CatalogIndex {
                             let decision = inline(&bundle)
                                 .map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
                             let record = Arc::new(bundle_record(
+                                &mut spill,
                                 &package_name,
                                 &bundle,
                                 decision,
@@ -237,7 +249,7 @@ impl CatalogIndex {
                             record
                         }
                     };
-                    index.listing.push(BundleKey {
+                    listing.push(BundleKey {
                         package: package_name.clone(),
                         channel: channel_name.clone(),
                         name: bundle_name.clone(),
@@ -262,8 +274,8 @@ impl CatalogIndex {
                     },
                 );
             }
-            index.bundle_count += records.len();
-            index.packages.insert(
+            bundle_count += records.len();
+            packages.insert(
                 package_name.clone(),
                 PackageEntry {
                     name: package_name,
@@ -274,10 +286,15 @@ impl CatalogIndex {
             );
         }
         // opm's bundle store is ordered by (channel, package, name).
-        index.listing.sort_by(|a, b| {
+        listing.sort_by(|a, b| {
             (&a.channel, &a.package, &a.name).cmp(&(&b.channel, &b.package, &b.name))
         });
-        Ok(index)
+        Ok(CatalogIndex {
+            spill: spill.finish().map_err(|e| format!("spill file: {e}"))?,
+            packages,
+            listing,
+            bundle_count,
+        })
     }
 }
 
@@ -300,6 +317,7 @@ fn gvk(value: &Value) -> (String, String, String) {
 }
 
 fn bundle_record(
+    spill: &mut SpillWriter,
     package: &str,
     bundle: &model::Bundle,
     inline: Inline,
@@ -368,11 +386,24 @@ fn bundle_record(
             image.clear();
         }
     }
-    let csv = match objects.iter().position(|o| is_csv(o)) {
+    let spill_error = |e: std::io::Error| format!("spill file: {e}");
+    let csv_position = objects.iter().position(|o| is_csv(o));
+    let objects = objects
+        .iter()
+        .map(|o| spill.append(o.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(spill_error)?;
+    let csv = match csv_position {
         Some(i) => CsvSource::Object(i),
         None => match metadata.first() {
             Some(value) => CsvSource::Metadata {
-                metadata: (*value).clone(),
+                metadata: spill
+                    .append(
+                        serde_json::to_string(value)
+                            .map_err(|e| e.to_string())?
+                            .as_bytes(),
+                    )
+                    .map_err(spill_error)?,
                 version: bundle
                     .version
                     .as_ref()

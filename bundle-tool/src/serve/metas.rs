@@ -2,24 +2,20 @@
 //! OLM v1's catalogd), kept in an unnamed temporary file rather than in memory: the HTTP view
 //! is read rarely and the documents are the bulk of a catalog.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
-
+use super::spill::{BlobRef, SpillFile, SpillWriter};
 use crate::catalog::declcfg::DeclarativeConfig;
 
-/// Where one document is in the file.
+/// Where one document is.
 struct MetaEntry {
     schema: String,
     package: String,
     name: String,
-    offset: u64,
-    length: u32,
+    line: BlobRef,
 }
 
 /// All documents of one snapshot.
 pub struct MetaStore {
-    file: File,
+    file: SpillFile,
     entries: Vec<MetaEntry>,
 }
 
@@ -37,47 +33,37 @@ pub struct MetaQuery {
 impl MetaStore {
     /// Writes every document of `config` to a new temporary file.
     pub fn write(config: &DeclarativeConfig) -> std::io::Result<MetaStore> {
-        let file = tempfile::tempfile()?;
-        let mut writer = BufWriter::new(file.try_clone()?);
+        let mut writer = SpillWriter::new()?;
         let mut entries = Vec::new();
-        let mut offset = 0u64;
-        let mut add = |schema: &str, package: &str, name: &str, line: String| {
-            writer.write_all(line.as_bytes())?;
-            writer.write_all(b"\n")?;
-            let length = line.len() as u64 + 1;
+        let mut add = |schema: &str, package: &str, name: &str, mut line: Vec<u8>| {
+            line.push(b'\n');
             entries.push(MetaEntry {
                 schema: schema.to_string(),
                 package: package.to_string(),
                 name: name.to_string(),
-                offset,
-                length: u32::try_from(length).map_err(std::io::Error::other)?,
+                line: writer.append(&line)?,
             });
-            offset += length;
             std::io::Result::Ok(())
         };
         for p in &config.packages {
-            add(&p.schema, &p.name, &p.name, serde_json::to_string(p)?)?;
+            add(&p.schema, &p.name, &p.name, serde_json::to_vec(p)?)?;
         }
         for c in &config.channels {
-            add(&c.schema, &c.package, &c.name, serde_json::to_string(c)?)?;
+            add(&c.schema, &c.package, &c.name, serde_json::to_vec(c)?)?;
         }
         for b in &config.bundles {
-            add(&b.schema, &b.package, &b.name, serde_json::to_string(b)?)?;
+            add(&b.schema, &b.package, &b.name, serde_json::to_vec(b)?)?;
         }
         for d in &config.deprecations {
-            add(&d.schema, &d.package, "", serde_json::to_string(d)?)?;
+            add(&d.schema, &d.package, "", serde_json::to_vec(d)?)?;
         }
         for m in &config.others {
-            add(
-                &m.schema,
-                &m.package,
-                &m.name,
-                serde_json::to_string(&m.blob)?,
-            )?;
+            add(&m.schema, &m.package, &m.name, serde_json::to_vec(&m.blob)?)?;
         }
-        writer.flush()?;
-        drop(writer);
-        Ok(MetaStore { file, entries })
+        Ok(MetaStore {
+            file: writer.finish()?,
+            entries,
+        })
     }
 
     /// How many documents there are.
@@ -100,9 +86,7 @@ impl MetaStore {
                 && wanted(&query.package, &entry.package)
                 && wanted(&query.name, &entry.name)
             {
-                let start = out.len();
-                out.resize(start + entry.length as usize, 0);
-                self.file.read_exact_at(&mut out[start..], entry.offset)?;
+                self.file.read_into(entry.line, &mut out)?;
             }
         }
         Ok(out)

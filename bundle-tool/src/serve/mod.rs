@@ -21,6 +21,7 @@ pub mod load;
 pub mod metas;
 pub mod registry;
 pub mod reload;
+pub mod spill;
 pub mod state;
 
 use std::net::{IpAddr, SocketAddr};

@@ -1,0 +1,114 @@
+//! Bulky, rarely read parts of a snapshot (CSV metadata, inline manifests, the documents of
+//! the HTTP view) written to an unnamed temporary file and read back on request.
+//!
+//! opm keeps the same parts in an on-disk cache; here the file lives exactly as long as its
+//! snapshot (it is unlinked from the start, so nothing can go stale or leak), and the kernel's
+//! page cache, not the process, holds what is hot.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+
+/// Where one blob is in a [`SpillFile`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlobRef {
+    offset: u64,
+    length: u32,
+}
+
+impl BlobRef {
+    /// The blob's size in bytes.
+    pub fn len(&self) -> usize {
+        self.length as usize
+    }
+
+    /// Whether the blob is empty.
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+}
+
+/// Collects blobs while a snapshot is built.
+pub struct SpillWriter {
+    writer: BufWriter<File>,
+    file: File,
+    offset: u64,
+}
+
+/// The blobs of a built snapshot, read-only.
+#[derive(Debug)]
+pub struct SpillFile {
+    file: File,
+}
+
+impl SpillWriter {
+    /// A new, empty, already unlinked temporary file.
+    pub fn new() -> std::io::Result<Self> {
+        let file = tempfile::tempfile()?;
+        Ok(SpillWriter {
+            writer: BufWriter::with_capacity(1 << 20, file.try_clone()?),
+            file,
+            offset: 0,
+        })
+    }
+
+    /// Appends a blob.
+    pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<BlobRef> {
+        let length = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
+        self.writer.write_all(bytes)?;
+        let blob = BlobRef {
+            offset: self.offset,
+            length,
+        };
+        self.offset += u64::from(length);
+        Ok(blob)
+    }
+
+    /// Flushes and closes the writing side.
+    pub fn finish(mut self) -> std::io::Result<SpillFile> {
+        self.writer.flush()?;
+        Ok(SpillFile { file: self.file })
+    }
+}
+
+impl SpillFile {
+    /// Reads a blob.
+    pub fn read(&self, blob: BlobRef) -> std::io::Result<Vec<u8>> {
+        let mut bytes = vec![0; blob.len()];
+        self.file.read_exact_at(&mut bytes, blob.offset)?;
+        Ok(bytes)
+    }
+
+    /// Reads a blob that was written from a `str`.
+    pub fn read_string(&self, blob: BlobRef) -> std::io::Result<String> {
+        String::from_utf8(self.read(blob)?).map_err(std::io::Error::other)
+    }
+
+    /// Appends several blobs' bytes to `out`.
+    pub fn read_into(&self, blob: BlobRef, out: &mut Vec<u8>) -> std::io::Result<()> {
+        let start = out.len();
+        out.resize(start + blob.len(), 0);
+        self.file.read_exact_at(&mut out[start..], blob.offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_read_back_as_written() {
+        let mut writer = SpillWriter::new().unwrap();
+        let a = writer.append(b"first").unwrap();
+        let empty = writer.append(b"").unwrap();
+        let b = writer.append("zweite ✓".as_bytes()).unwrap();
+        let file = writer.finish().unwrap();
+        assert_eq!(file.read(a).unwrap(), b"first");
+        assert!(empty.is_empty());
+        assert_eq!(file.read_string(b).unwrap(), "zweite ✓");
+        let mut both = Vec::new();
+        file.read_into(a, &mut both).unwrap();
+        file.read_into(b, &mut both).unwrap();
+        assert_eq!(both, "firstzweite ✓".as_bytes());
+    }
+}
