@@ -80,6 +80,9 @@ pub struct BundleRecord {
     pub objects: Vec<BlobRef>,
     /// The provided APIs as (group, version, kind).
     pub provides: Vec<(String, String, String)>,
+    /// The synthesized CSV once a request needed it, kept in the spill file: packageserver
+    /// asks for the same channel heads again and again.
+    pub synthesized_csv: std::sync::OnceLock<BlobRef>,
 }
 
 /// How a bundle's `csvJson` is produced.
@@ -142,6 +145,9 @@ impl CatalogIndex {
                 package_description,
                 package_icon,
             } => {
+                if let Some(blob) = record.synthesized_csv.get() {
+                    return read(*blob);
+                }
                 let context = CsvContext {
                     name: &record.base.csv_name,
                     version: version.clone(),
@@ -149,7 +155,12 @@ impl CatalogIndex {
                     package_icon: package_icon.as_deref().cloned(),
                     related_images: related_images.clone(),
                 };
-                synthesize(&read(*metadata), &context).unwrap_or_default()
+                let csv = synthesize(&read(*metadata), &context).unwrap_or_default();
+                if let Ok(blob) = self.spill.append(csv.as_bytes()) {
+                    // Two requests racing both synthesize; the first stored blob wins.
+                    let _ = record.synthesized_csv.set(blob);
+                }
+                csv
             }
             CsvSource::None => String::new(),
         }
@@ -445,6 +456,7 @@ fn bundle_record(
         csv,
         objects,
         provides,
+        synthesized_csv: std::sync::OnceLock::new(),
     })
 }
 

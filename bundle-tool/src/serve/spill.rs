@@ -35,10 +35,12 @@ pub struct SpillWriter {
     offset: u64,
 }
 
-/// The blobs of a built snapshot, read-only.
+/// The blobs of a built snapshot; more can be appended while it is served (results computed
+/// on first request).
 #[derive(Debug)]
 pub struct SpillFile {
     file: File,
+    end: std::sync::Mutex<u64>,
 }
 
 impl SpillWriter {
@@ -67,7 +69,10 @@ impl SpillWriter {
     /// Flushes and closes the writing side.
     pub fn finish(mut self) -> std::io::Result<SpillFile> {
         self.writer.flush()?;
-        Ok(SpillFile { file: self.file })
+        Ok(SpillFile {
+            file: self.file,
+            end: std::sync::Mutex::new(self.offset),
+        })
     }
 }
 
@@ -84,7 +89,20 @@ impl SpillFile {
         String::from_utf8(self.read(blob)?).map_err(std::io::Error::other)
     }
 
-    /// Appends several blobs' bytes to `out`.
+    /// Appends a blob to the served file.
+    pub fn append(&self, bytes: &[u8]) -> std::io::Result<BlobRef> {
+        let length = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
+        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        self.file.write_all_at(bytes, *end)?;
+        let blob = BlobRef {
+            offset: *end,
+            length,
+        };
+        *end += u64::from(length);
+        Ok(blob)
+    }
+
+    /// Appends a blob's bytes to `out`.
     pub fn read_into(&self, blob: BlobRef, out: &mut Vec<u8>) -> std::io::Result<()> {
         let start = out.len();
         out.resize(start + blob.len(), 0);
@@ -110,5 +128,8 @@ mod tests {
         file.read_into(a, &mut both).unwrap();
         file.read_into(b, &mut both).unwrap();
         assert_eq!(both, "firstzweite ✓".as_bytes());
+        let later = file.append(b"later").unwrap();
+        assert_eq!(file.read(later).unwrap(), b"later");
+        assert_eq!(file.read(a).unwrap(), b"first");
     }
 }
