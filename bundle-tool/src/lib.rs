@@ -12,7 +12,9 @@
 //! - [`image`]: deterministic OCI bundle images; OCI layouts; push and pull.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
+//! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 
+pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod image;
