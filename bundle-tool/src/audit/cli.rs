@@ -77,6 +77,14 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let path = Path::new(&args.target);
     // Keeps a pulled image's folder alive until the audit is done.
     let mut _pulled = None;
+    let looks_like_path = ["/", "./", "../"]
+        .iter()
+        .any(|p| args.target.starts_with(p));
+    anyhow::ensure!(
+        path.exists() || !looks_like_path,
+        "{}: no such file or folder",
+        args.target
+    );
     let targets = if path.exists() {
         source::targets_in(path, args.all_bundles)?
     } else {
