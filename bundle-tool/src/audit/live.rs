@@ -10,6 +10,9 @@ use serde_json::Value;
 
 use super::evidence::{CapabilityEvidence, LiveEvidence, Verdict};
 
+/// How long one request to the cluster may take.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A connection to the cluster, shared by the audit's threads.
 pub struct LiveProbe {
     runtime: tokio::runtime::Runtime,
@@ -63,10 +66,11 @@ impl LiveProbe {
         let request = http::Request::get(path)
             .body(Vec::new())
             .map_err(|e| e.to_string())?;
-        self.client
-            .request_text(request)
-            .await
-            .map_err(|e| format!("GET {path}: {e}"))
+        // The apiserver retries an unreachable service proxy target for minutes: bound it.
+        match tokio::time::timeout(REQUEST_TIMEOUT, self.client.request_text(request)).await {
+            Ok(result) => result.map_err(|e| format!("GET {path}: {e}")),
+            Err(_) => Err(format!("GET {path}: no answer in {REQUEST_TIMEOUT:?}")),
+        }
     }
 
     async fn get_json(&self, path: &str) -> Result<Value, String> {
