@@ -197,11 +197,7 @@ pub fn assess(evidence: &CapabilityEvidence) -> BundleAudit {
             passed,
             failed,
             unknown,
-            score: if decided == 0 {
-                0
-            } else {
-                (passed * 100 / decided) as u8
-            },
+            score: (passed * 100).checked_div(decided).unwrap_or(0) as u8,
         });
     }
     let reached = |l: &LevelScore| l.status == LevelStatus::Reached;
