@@ -215,3 +215,68 @@ fn audit_of_the_corpus_catalogs_sees_only_what_fbc_carries() {
     let (all, _) = audit_path(&root, true);
     assert!(all.bundles.len() > report.bundles.len());
 }
+
+#[tokio::test]
+async fn audit_of_a_bundle_image_pulls_it_and_gives_the_folder_verdict() -> anyhow::Result<()> {
+    let registry = e2e::OciRegistry::start(e2e::RegistryAuth::Anonymous).await?;
+    let reference = format!("{}/example/redis-operator-bundle:v0.1.0", registry.host());
+    let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle");
+    let run = |args: Vec<String>| {
+        let output = Command::new(e2e::bundle_tool_binary())
+            .args(&args)
+            .output()
+            .expect("run bundle-tool");
+        assert!(
+            output.status.success(),
+            "bundle-tool {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let pushed = tokio::task::spawn_blocking({
+        let (bundle, reference) = (bundle.clone(), reference.clone());
+        move || {
+            run(vec![
+                "push".into(),
+                bundle.display().to_string(),
+                reference,
+                "--plain-http".into(),
+            ])
+        }
+    })
+    .await?;
+    assert!(pushed.starts_with(&reference), "{pushed}");
+    let (from_image, from_folder) = tokio::task::spawn_blocking(move || {
+        let audit = |target: String| -> serde_json::Value {
+            serde_json::from_str(&run(vec![
+                "audit".into(),
+                target,
+                "--plain-http".into(),
+                "-o".into(),
+                "json".into(),
+            ]))
+            .expect("JSON")
+        };
+        (audit(reference), audit(bundle.display().to_string()))
+    })
+    .await?;
+    let (image, folder) = (&from_image["bundles"][0], &from_folder["bundles"][0]);
+    assert_eq!(
+        image["source"], from_image["input"],
+        "an image's bundles are named by the reference"
+    );
+    assert_eq!(image["package"], "redis-operator");
+    for key in [
+        "cumulativeLevel",
+        "independentLevel",
+        "levels",
+        "criteria",
+        "declared",
+    ] {
+        assert_eq!(
+            image[key], folder[key],
+            "{key} differs between the image and the folder"
+        );
+    }
+    Ok(())
+}

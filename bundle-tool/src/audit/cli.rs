@@ -50,28 +50,6 @@ pub struct AuditArgs {
     pub plain_http: bool,
 }
 
-/// Pulls an image into a temporary folder and returns the folder to audit: the catalog
-/// folder its `index.configs.v1` label names, or the bundle root.
-fn pull(reference: &str, plain_http: bool) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
-    use crate::image::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, unpack_layer};
-    let parsed: oci_client::Reference = reference.parse().map_err(|e| {
-        anyhow::anyhow!("{reference:?} is neither a path nor an image reference: {e}")
-    })?;
-    let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
-    let image = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(client.pull(&parsed))?;
-    let folder = tempfile::tempdir()?;
-    unpack_layer(&image.layer, folder.path())?;
-    let config: serde_json::Value = serde_json::from_slice(&image.config)?;
-    let root = match config["config"]["Labels"][CATALOG_CONFIGS_LABEL].as_str() {
-        Some(configs) => folder.path().join(configs.trim_start_matches('/')),
-        None => folder.path().to_path_buf(),
-    };
-    Ok((folder, root))
-}
-
 /// Runs `bundle-tool audit`.
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let path = Path::new(&args.target);
@@ -88,7 +66,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let targets = if path.exists() {
         source::targets_in(path, args.all_bundles)?
     } else {
-        let (folder, root) = pull(&args.target, args.plain_http)?;
+        let (folder, root) = source::pull_image(&args.target, args.plain_http)?;
         let mut targets = source::targets_in(&root, args.all_bundles)?;
         for target in &mut targets {
             if let AuditTarget::Folder { source, .. } = target {
