@@ -140,15 +140,6 @@ impl AuditReport {
             errors,
         }
     }
-
-    /// The lowest independent level among the audited bundles (for `--min-level`).
-    pub fn lowest_level(&self) -> u8 {
-        self.bundles
-            .iter()
-            .map(|b| b.independent_level)
-            .min()
-            .unwrap_or(0)
-    }
 }
 
 /// Reads one target into evidence: a folder is loaded and validated once here.

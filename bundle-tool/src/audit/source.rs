@@ -178,3 +178,50 @@ pub fn pull_image(
     };
     Ok((folder, root))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(root: &Path, package: &str, version: &str) {
+        let dir = root.join(package).join(version);
+        std::fs::create_dir_all(dir.join("manifests")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("metadata")).expect("mkdir");
+        std::fs::write(dir.join("metadata/annotations.yaml"), "annotations: {}\n").expect("write");
+    }
+
+    fn versions(targets: &[AuditTarget]) -> Vec<String> {
+        targets
+            .iter()
+            .map(|t| match t {
+                AuditTarget::Folder { dir, .. } => file_name(dir),
+                AuditTarget::Catalog(e) => e.version.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn newest_version_folder_is_chosen_in_semver_order() {
+        let root = tempfile::tempdir().expect("tempdir");
+        for version in ["0.9.0", "0.10.0", "0.10.0-rc.1"] {
+            bundle(root.path(), "a", version);
+        }
+        bundle(root.path(), "b", "v1.2.3");
+        let newest = bundle_folders(root.path(), false).expect("folders");
+        assert_eq!(versions(&newest), ["0.10.0", "v1.2.3"]);
+        let all = bundle_folders(root.path(), true).expect("folders");
+        assert_eq!(versions(&all), ["0.9.0", "0.10.0-rc.1", "0.10.0", "v1.2.3"]);
+    }
+
+    #[test]
+    fn an_empty_folder_is_an_error_naming_it() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let error = targets_in(root.path(), false).expect_err("nothing to audit");
+        assert!(
+            error
+                .to_string()
+                .contains(&root.path().display().to_string()),
+            "{error}"
+        );
+    }
+}
