@@ -284,7 +284,7 @@ impl CapabilityEvidence {
         )
     }
 
-    /// Where the evidence came from, in words, for "unknown" details.
+    /// The verdict of a criterion that needs manifests when only a catalog entry was seen.
     pub fn catalog_only(&self) -> Verdict {
         Verdict::unknown(
             "a catalog entry carries no manifests (no olm.bundle.object): audit the bundle folder or image",
