@@ -3,7 +3,7 @@
 //!
 //! - [`criteria`]: the checklist as data (level, weight, evidence, where to look);
 //! - [`evidence`]: what can be seen of a bundle (folder, image, or catalog entry);
-//! - [`checks`]: one pure function per criterion;
+//! - [`checks`]: one pure function per criterion, a file per level;
 //! - [`assessment`]: from verdicts to level scores, cumulative and independent levels, and the
 //!   gap to the declared level;
 //! - [`source`]: which bundles an argument names; [`live`]: the `--kubeconfig` probes;
