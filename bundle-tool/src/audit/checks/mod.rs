@@ -173,3 +173,115 @@ pub(super) fn is_backup_word(name: &str) -> bool {
         .iter()
         .any(|w| name.contains(w))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::evidence::{BundleManifests, Outcome};
+    use super::*;
+
+    fn with_manifests(manifests: BundleManifests) -> CapabilityEvidence {
+        CapabilityEvidence {
+            owned: vec![json!({"name": "dbs.example.com", "kind": "Db", "version": "v1"})],
+            manifests: Some(manifests),
+            ..Default::default()
+        }
+    }
+
+    fn crd(versions: serde_json::Value) -> serde_json::Value {
+        json!({"metadata": {"name": "dbs.example.com"}, "spec": {"versions": versions}})
+    }
+
+    #[test]
+    fn v1beta1_crds_have_their_schema_at_spec_validation() {
+        let old = json!({"metadata": {"name": "dbs.example.com"}, "spec": {
+            "version": "v1", "validation": {"openAPIV3Schema": {"properties": {"spec": {"properties": {"backupSchedule": {}}}}}}}});
+        let evidence = with_manifests(BundleManifests {
+            crds: vec![old],
+            ..Default::default()
+        });
+        assert_eq!(owned_crd_schema(&evidence).outcome, Outcome::Pass);
+        // `backupSchedule` names a backup feature.
+        assert_eq!(backup_restore(&evidence).outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn several_versions_without_a_conversion_webhook_fail() {
+        let evidence = with_manifests(BundleManifests {
+            crds: vec![crd(
+                json!([{"name": "v1", "served": true, "storage": true}, {"name": "v1beta1", "served": true}]),
+            )],
+            ..Default::default()
+        });
+        let verdict = crd_conversion(&evidence);
+        assert_eq!(verdict.outcome, Outcome::Fail);
+        assert!(
+            verdict.detail.contains("dbs.example.com"),
+            "{}",
+            verdict.detail
+        );
+    }
+
+    #[test]
+    fn wildcard_rules_grant_everything() {
+        let evidence = with_manifests(BundleManifests {
+            rules: vec![json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]})],
+            ..Default::default()
+        });
+        for check in [
+            events,
+            pod_disruption_budget,
+            autoscaling,
+            monitoring_objects,
+            finalizers,
+        ] {
+            assert_eq!(check(&evidence).outcome, Outcome::Pass);
+        }
+    }
+
+    #[test]
+    fn a_read_only_rule_grants_no_creation() {
+        let evidence = with_manifests(BundleManifests {
+            rules: vec![
+                json!({"apiGroups": ["", "policy"], "resources": ["events", "poddisruptionbudgets"], "verbs": ["get", "list"]}),
+            ],
+            ..Default::default()
+        });
+        assert_eq!(events(&evidence).outcome, Outcome::Fail);
+        assert_eq!(pod_disruption_budget(&evidence).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn catalog_entries_leave_manifest_criteria_unknown_but_judge_what_they_carry() {
+        let evidence = CapabilityEvidence {
+            owned: vec![
+                json!({"name": "backups.example.com", "kind": "Backup", "version": "v1",
+                               "statusDescriptors": [{"path": "conditions", "x-descriptors": ["urn:alm:descriptor:io.kubernetes.conditions"]}]}),
+            ],
+            ..Default::default()
+        };
+        for check in [bundle_valid, probes, events, owned_crd_schema, autoscaling] {
+            assert_eq!(check(&evidence).outcome, Outcome::Unknown);
+        }
+        assert_eq!(backup_restore(&evidence).outcome, Outcome::Pass);
+        assert_eq!(condition_descriptors(&evidence).outcome, Outcome::Pass);
+        assert_eq!(upgrade_edge(&evidence).outcome, Outcome::Fail);
+        assert_eq!(live_metrics(&evidence).outcome, Outcome::Unknown);
+    }
+
+    #[test]
+    fn recreate_strategy_and_missing_probes_are_named() {
+        let evidence = with_manifests(BundleManifests {
+            deployments: vec![
+                json!({"name": "op", "spec": {"strategy": {"type": "Recreate"},
+                "template": {"spec": {"containers": [{"name": "manager", "livenessProbe": {}}]}}}}),
+            ],
+            ..Default::default()
+        });
+        assert!(rolling_update(&evidence).detail.contains("op"));
+        let verdict = probes(&evidence);
+        assert_eq!(verdict.outcome, Outcome::Fail);
+        assert!(verdict.detail.contains("op/manager"), "{}", verdict.detail);
+    }
+}
