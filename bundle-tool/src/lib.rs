@@ -13,7 +13,9 @@
 //! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
+//! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 
+pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod image;

@@ -118,6 +118,8 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Assess a bundle's or catalog's capability level from evidence, against the declared one.
+    Audit(bundle_tool::audit::cli::AuditArgs),
 }
 
 #[derive(Subcommand)]
@@ -536,6 +538,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             registry,
         } => push_all(&dir, &prefix, jobs.max(1), &registry),
         Command::Objects { paths } => list_objects(&paths),
+        Command::Audit(args) => bundle_tool::audit::cli::run(args),
     }
 }
 

@@ -32,3 +32,11 @@ pub fn validate_bundle(dir: &std::path::Path, suite: Suite) -> Report {
     }
     report
 }
+
+/// Validates a bundle already loaded with [`load_bundle`] (callers that also read the bundle
+/// for other purposes, such as `audit`, parse it once).
+pub fn validate_loaded(bundle: &LoadedBundle, suite: Suite) -> Report {
+    let mut report = Report::default();
+    bundle_checks::run(bundle, suite, &mut report);
+    report
+}

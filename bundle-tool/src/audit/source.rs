@@ -1,0 +1,227 @@
+//! What an audit argument points at — a bundle folder, a folder of bundle folders
+//! (`<package>/<version>/`), a file-based catalog folder or an image — and the list of
+//! bundles to audit in it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use super::evidence::CapabilityEvidence;
+use crate::catalog::declcfg;
+use crate::catalog::render::is_bundle_dir;
+use crate::manifest;
+
+/// One bundle to audit.
+#[derive(Clone, Debug)]
+pub enum AuditTarget {
+    /// A bundle folder: the whole manifests can be read.
+    Folder {
+        /// The package, when the layout or `annotations.yaml` says it.
+        package: Option<String>,
+        /// The folder.
+        dir: PathBuf,
+        /// How to name it in reports (the folder, or the image it was pulled from).
+        source: String,
+    },
+    /// A catalog entry: only what the FBC carries (already turned into evidence).
+    Catalog(Box<CapabilityEvidence>),
+}
+
+/// The bundle package named by `metadata/annotations.yaml`, if any.
+pub fn annotated_package(dir: &Path) -> Option<String> {
+    let documents = manifest::read_path(&dir.join("metadata").join("annotations.yaml")).ok()?;
+    documents
+        .first()?
+        .value
+        .get("annotations")?
+        .get("operators.operatorframework.io.bundle.package.v1")?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Version order of folder names: semver when both parse (a leading `v` allowed), else text.
+fn version_key(name: &str) -> (Option<semver::Version>, String) {
+    (
+        semver::Version::parse(name.trim_start_matches('v')).ok(),
+        name.to_string(),
+    )
+}
+
+/// The bundle folders below `dir` (a bundle folder itself, bundles directly inside, or
+/// `<package>/<version>/`), keeping only the newest version of each package unless `all`.
+pub fn bundle_folders(dir: &Path, all: bool) -> anyhow::Result<Vec<AuditTarget>> {
+    let target = |package: Option<String>, dir: PathBuf| AuditTarget::Folder {
+        package,
+        source: dir.display().to_string(),
+        dir,
+    };
+    if is_bundle_dir(dir) {
+        return Ok(vec![target(None, dir.to_path_buf())]);
+    }
+    let mut found = Vec::new();
+    for entry in sorted_entries(dir)? {
+        if is_bundle_dir(&entry) {
+            found.push(target(None, entry));
+        } else if entry.is_dir() {
+            let mut versions: Vec<PathBuf> = sorted_entries(&entry)?
+                .into_iter()
+                .filter(|v| is_bundle_dir(v))
+                .collect();
+            versions.sort_by_key(|v| version_key(&file_name(v)));
+            if !all {
+                versions = versions.pop().into_iter().collect();
+            }
+            let package = file_name(&entry);
+            found.extend(
+                versions
+                    .into_iter()
+                    .map(|v| target(Some(package.clone()), v)),
+            );
+        }
+    }
+    Ok(found)
+}
+
+/// The bundles of a file-based catalog folder: the newest of each package (by its
+/// `olm.package` version), or all of them.
+pub fn catalog_entries(dir: &Path, all: bool) -> anyhow::Result<Vec<AuditTarget>> {
+    let config = declcfg::load_dir(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{}{}: {}",
+            e.path.display(),
+            e.line.map(|l| format!(":{l}")).unwrap_or_default(),
+            e.message
+        )
+    })?;
+    let source = dir.display().to_string();
+    let mut evidence: Vec<CapabilityEvidence> = config
+        .bundles
+        .iter()
+        .map(|b| CapabilityEvidence::from_catalog(b, &config.channels, &source))
+        .collect();
+    evidence.sort_by(|a, b| {
+        (&a.package, version_key(&a.version)).cmp(&(&b.package, version_key(&b.version)))
+    });
+    if !all {
+        // Sorted by package then version: the last of each package is its newest.
+        let mut newest: Vec<CapabilityEvidence> = Vec::new();
+        for e in evidence {
+            match newest.last_mut() {
+                Some(last) if last.package == e.package => *last = e,
+                _ => newest.push(e),
+            }
+        }
+        evidence = newest;
+    }
+    Ok(evidence
+        .into_iter()
+        .map(|e| AuditTarget::Catalog(Box::new(e)))
+        .collect())
+}
+
+/// The targets of a local path: bundle folders if there are any, else a catalog.
+pub fn targets_in(path: &Path, all: bool) -> anyhow::Result<Vec<AuditTarget>> {
+    anyhow::ensure!(path.exists(), "{}: no such file or folder", path.display());
+    if path.is_dir() {
+        let folders = bundle_folders(path, all)?;
+        if !folders.is_empty() {
+            return Ok(folders);
+        }
+    }
+    let entries = catalog_entries(path, all)?;
+    anyhow::ensure!(
+        !entries.is_empty(),
+        "{}: neither a bundle folder, a folder of bundle folders nor a catalog with bundles",
+        path.display()
+    );
+    Ok(entries)
+}
+
+/// Pulls an image into a temporary folder and returns the folder to audit: the catalog
+/// folder its `index.configs.v1` label names, or the bundle root.
+pub fn pull_image(
+    reference: &str,
+    plain_http: bool,
+) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
+    use crate::image::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, unpack_layer};
+    let parsed: oci_client::Reference = reference.parse().map_err(|e| {
+        anyhow::anyhow!("{reference:?} is neither a path nor an image reference: {e}")
+    })?;
+    let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
+    let image = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(client.pull(&parsed))?;
+    let folder = tempfile::tempdir()?;
+    unpack_layer(&image.layer, folder.path())?;
+    let config: serde_json::Value = serde_json::from_slice(&image.config)?;
+    let root = match config["config"]["Labels"][CATALOG_CONFIGS_LABEL].as_str() {
+        Some(configs) => folder.path().join(configs.trim_start_matches('/')),
+        None => folder.path().to_path_buf(),
+    };
+    Ok((folder, root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(root: &Path, package: &str, version: &str) {
+        let dir = root.join(package).join(version);
+        std::fs::create_dir_all(dir.join("manifests")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("metadata")).expect("mkdir");
+        std::fs::write(dir.join("metadata/annotations.yaml"), "annotations: {}\n").expect("write");
+    }
+
+    fn versions(targets: &[AuditTarget]) -> Vec<String> {
+        targets
+            .iter()
+            .map(|t| match t {
+                AuditTarget::Folder { dir, .. } => file_name(dir),
+                AuditTarget::Catalog(e) => e.version.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn newest_version_folder_is_chosen_in_semver_order() {
+        let root = tempfile::tempdir().expect("tempdir");
+        for version in ["0.9.0", "0.10.0", "0.10.0-rc.1"] {
+            bundle(root.path(), "a", version);
+        }
+        bundle(root.path(), "b", "v1.2.3");
+        let newest = bundle_folders(root.path(), false).expect("folders");
+        assert_eq!(versions(&newest), ["0.10.0", "v1.2.3"]);
+        let all = bundle_folders(root.path(), true).expect("folders");
+        assert_eq!(versions(&all), ["0.9.0", "0.10.0-rc.1", "0.10.0", "v1.2.3"]);
+    }
+
+    #[test]
+    fn an_empty_folder_is_an_error_naming_it() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let error = targets_in(root.path(), false).expect_err("nothing to audit");
+        assert!(
+            error
+                .to_string()
+                .contains(&root.path().display().to_string()),
+            "{error}"
+        );
+    }
+}
