@@ -138,6 +138,9 @@ enum CatalogCommand {
         #[arg(long)]
         plain_http: bool,
     },
+    /// Render an `olm.template.basic` or `olm.semver` template into FBC, as
+    /// `opm alpha render-template` does.
+    Template(bundle_tool::catalog::template::TemplateArgs),
 }
 
 #[derive(clap::Args)]
@@ -525,6 +528,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             std::io::stdout().lock().write_all(text.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Catalog(CatalogCommand::Template(args)) => {
+            print_or_fail(bundle_tool::catalog::template::run(&args))
+        }
         Command::PushAll {
             dir,
             prefix,
@@ -532,6 +538,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             registry,
         } => push_all(&dir, &prefix, jobs.max(1), &registry),
         Command::Objects { paths } => list_objects(&paths),
+    }
+}
+
+/// Prints a command's text output, or its error on stderr with exit code 1.
+fn print_or_fail(result: Result<String, String>) -> anyhow::Result<ExitCode> {
+    match result {
+        Ok(text) => {
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            Ok(ExitCode::FAILURE)
+        }
     }
 }
 

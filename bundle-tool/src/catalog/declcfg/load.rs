@@ -232,7 +232,9 @@ fn normalize_meta_keys(
     Ok((schema, package, name))
 }
 
-fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(), String> {
+/// Adds one parsed document to `config` by its schema (schema, package and name matched
+/// case-insensitively), with opm's messages; templates use it for their inline entries.
+pub fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(), String> {
     let Value::Object(mut map) = document else {
         return Err(format!("document is not an object: {document}"));
     };

@@ -4,7 +4,7 @@ mod ignore;
 mod load;
 mod write;
 
-pub use load::{LoadError, load_dir, load_str};
+pub use load::{LoadError, add_document, load_dir, load_str};
 pub use write::{to_json, to_yaml};
 
 use serde::{Deserialize, Serialize};
