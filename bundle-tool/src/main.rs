@@ -141,6 +141,10 @@ enum CatalogCommand {
     /// Render an `olm.template.basic` or `olm.semver` template into FBC, as
     /// `opm alpha render-template` does.
     Template(bundle_tool::catalog::template::TemplateArgs),
+    /// Add a bundle to a catalog as the new head of channels; validated before writing.
+    Add(bundle_tool::catalog::add::AddArgs),
+    /// Deprecate a bundle, a channel or a package (`olm.deprecations`).
+    Deprecate(bundle_tool::catalog::deprecate::DeprecateArgs),
 }
 
 #[derive(clap::Args)]
@@ -530,6 +534,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Catalog(CatalogCommand::Template(args)) => {
             print_or_fail(bundle_tool::catalog::template::run(&args))
+        }
+        Command::Catalog(CatalogCommand::Add(args)) => {
+            print_or_fail(bundle_tool::catalog::add::run(&args))
+        }
+        Command::Catalog(CatalogCommand::Deprecate(args)) => {
+            print_or_fail(bundle_tool::catalog::deprecate::run(&args))
         }
         Command::PushAll {
             dir,
