@@ -12,7 +12,7 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 say "system packages"
 # program:debian-package
-needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux"
+needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium"
 missing=""
 for pair in $needed; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"

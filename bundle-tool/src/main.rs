@@ -145,6 +145,8 @@ enum CatalogCommand {
     Add(bundle_tool::catalog::add::AddArgs),
     /// Deprecate a bundle, a channel or a package (`olm.deprecations`).
     Deprecate(bundle_tool::catalog::deprecate::DeprecateArgs),
+    /// Draw a catalog's upgrade graph: mermaid (as `opm alpha render-graph`) or HTML.
+    Graph(bundle_tool::catalog::graph::GraphArgs),
 }
 
 #[derive(clap::Args)]
@@ -540,6 +542,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Catalog(CatalogCommand::Deprecate(args)) => {
             print_or_fail(bundle_tool::catalog::deprecate::run(&args))
+        }
+        Command::Catalog(CatalogCommand::Graph(args)) => {
+            print_or_fail(bundle_tool::catalog::graph::run(&args))
         }
         Command::PushAll {
             dir,

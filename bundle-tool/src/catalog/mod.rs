@@ -9,12 +9,14 @@
 //! Actions over them each have a file: [`render`] (bundle folder → `olm.bundle`),
 //! [`bundle_source`] (bundle image references → rendered bundles, pulled or from local
 //! folders), [`template`] (`olm.template.basic` and `olm.semver` → FBC), [`add`] and
-//! [`deprecate`] (release edits of one package's file, through [`package_file`]).
+//! [`deprecate`] (release edits of one package's file, through [`package_file`]), [`graph`]
+//! (the upgrade graph as mermaid or HTML).
 
 pub mod add;
 pub mod bundle_source;
 pub mod declcfg;
 pub mod deprecate;
+pub mod graph;
 pub mod model;
 pub mod package_file;
 pub mod render;
