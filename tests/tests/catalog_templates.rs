@@ -375,6 +375,24 @@ async fn templates_render_like_opm_from_pushed_bundle_images() -> anyhow::Result
         minor,
         "--bundle-source render differs from the pulled render"
     );
+
+    // `catalog add` takes an image reference too: pulled, rendered, added as the head.
+    let catalog = folder.join("released");
+    std::fs::create_dir(&catalog)?;
+    for reference in [&redis[0], &redis[2]] {
+        checked(
+            Command::new(e2e::bundle_tool_binary())
+                .args(["catalog", "add"])
+                .arg(&catalog)
+                .args([reference.as_str(), "--channels", "stable", "--plain-http"])
+                .output()?,
+            "catalog add of an image",
+        );
+    }
+    let added = json_stream(&std::fs::read(catalog.join("redis-operator/catalog.json"))?);
+    let stable = channel(&added, "stable");
+    assert_eq!(stable["entries"][1]["replaces"], "redis-operator.v0.1.0");
+    assert!(added.iter().any(|d| d["image"] == redis[2].as_str()));
     drop(registry);
     Ok(())
 }
