@@ -7,9 +7,12 @@ use std::process::Command;
 
 use e2e::assets::Assets;
 
-fn opm_graph(dir: &Path, package: Option<&str>) -> String {
+fn opm_graph(dir: &Path, package: Option<&str>, v0_semantics: bool) -> String {
     let mut command = Command::new(Assets::locate().unwrap().opm().unwrap());
     command.args(["alpha", "render-graph"]).arg(dir);
+    if v0_semantics {
+        command.arg("--draw-v0-semantics");
+    }
     if let Some(package) = package {
         command.args(["-p", package]);
     }
@@ -67,18 +70,35 @@ const EDGES_CATALOG: &str = r#"
 fn mermaid_is_opms_render_graph() {
     let catalogs = e2e::corpus::catalogs();
     assert_eq!(catalogs.len(), 39);
+    let mut marked = 0;
     for dir in &catalogs {
         assert_eq!(
             our_graph(dir, &[]),
-            opm_graph(dir, None),
+            opm_graph(dir, None, false),
             "mermaid differs on {}",
             dir.display()
         );
+        let v0 = opm_graph(dir, None, true);
+        marked += usize::from(v0.contains("linkStyle") || v0.contains(" skipped\n"));
+        assert_eq!(
+            our_graph(dir, &["--draw-v0-semantics"]),
+            v0,
+            "mermaid with OLMv0 semantics differs on {}",
+            dir.display()
+        );
     }
+    assert!(
+        marked >= 5,
+        "only {marked} catalogs exercise the OLMv0 marks"
+    );
     let folder = tempfile::tempdir().unwrap();
     std::fs::write(folder.path().join("catalog.json"), EDGES_CATALOG).unwrap();
     let ours = our_graph(folder.path(), &[]);
-    assert_eq!(ours, opm_graph(folder.path(), None));
+    assert_eq!(ours, opm_graph(folder.path(), None, false));
+    assert_eq!(
+        our_graph(folder.path(), &["--draw-v0-semantics"]),
+        opm_graph(folder.path(), None, true)
+    );
     for kind in [
         "-- skip -->",
         "-- \"skipRange(>=1.0.0 <2.0.0)\" -->",
@@ -89,7 +109,7 @@ fn mermaid_is_opms_render_graph() {
     assert!(ours.contains("class alpha-op-stable-alpha-op.v1.0.0 deprecated"));
     assert_eq!(
         our_graph(folder.path(), &["-p", "beta-op"]),
-        opm_graph(folder.path(), Some("beta-op"))
+        opm_graph(folder.path(), Some("beta-op"), false)
     );
 }
 

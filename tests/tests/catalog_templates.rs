@@ -376,6 +376,36 @@ async fn templates_render_like_opm_from_pushed_bundle_images() -> anyhow::Result
         "--bundle-source render differs from the pulled render"
     );
 
+    // `-o mermaid`: opm's graph writer with OLMv0 semantics, byte for byte.
+    for (name, kind) in [
+        ("minor", "semver"),
+        ("both1", "semver"),
+        ("major", ""),
+        ("basic", "basic"),
+    ] {
+        let file = folder.join(format!("{name}.yaml"));
+        let args: Vec<&str> = if kind.is_empty() { vec![] } else { vec![kind] };
+        let theirs = Command::new(Assets::locate()?.opm()?)
+            .args(["alpha", "render-template"])
+            .args(&args)
+            .arg(&file)
+            .args(["-o", "mermaid", "--use-http"])
+            .output()?;
+        let mine = Command::new(e2e::bundle_tool_binary())
+            .args(["catalog", "template"])
+            .args(&args)
+            .arg(&file)
+            .args(["-o", "mermaid", "--plain-http"])
+            .output()?;
+        let theirs = checked(theirs, &format!("opm -o mermaid on {name}"));
+        assert!(theirs.starts_with("graph LR"), "{theirs}");
+        assert_eq!(
+            checked(mine, &format!("ours -o mermaid on {name}")),
+            theirs,
+            "{name}: mermaid differs"
+        );
+    }
+
     // `catalog add` takes an image reference too: pulled, rendered, added as the head.
     let catalog = folder.join("released");
     std::fs::create_dir(&catalog)?;

@@ -40,6 +40,9 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "mermaid")]
     pub output: GraphFormat,
+    /// Mermaid: mark bundles skipped by a newer entry and the edges OLMv0 ignores.
+    #[arg(long)]
+    pub draw_v0_semantics: bool,
 }
 
 /// Runs `catalog graph`: the text to print.
@@ -47,7 +50,7 @@ pub fn run(args: &GraphArgs) -> Result<String, String> {
     let config = load_dir(&args.dir).map_err(|e| e.to_string())?;
     let graph = UpgradeGraph::from_declcfg(&config, args.package.as_deref())?;
     Ok(match args.output {
-        GraphFormat::Mermaid => mermaid::write(&graph),
+        GraphFormat::Mermaid => mermaid::write(&graph, args.draw_v0_semantics),
         GraphFormat::Html => html::write(&graph, &args.dir.display().to_string()),
     })
 }

@@ -63,6 +63,18 @@ impl CatalogFormat {
     }
 }
 
+/// How a rendered template is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TemplateFormat {
+    /// opm's JSON stream.
+    #[default]
+    Json,
+    /// opm's YAML documents.
+    Yaml,
+    /// The upgrade graph as mermaid, with OLMv0 semantics (as opm's `-o mermaid`).
+    Mermaid,
+}
+
 /// `bundle-tool catalog template [TYPE] FILE`.
 #[derive(clap::Args, Debug)]
 pub struct TemplateArgs {
@@ -72,7 +84,7 @@ pub struct TemplateArgs {
     pub args: Vec<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "json")]
-    pub output: CatalogFormat,
+    pub output: TemplateFormat,
     /// Pull bundle images over plain HTTP (opm's --use-http).
     #[arg(long)]
     pub plain_http: bool,
@@ -103,7 +115,15 @@ pub fn run(args: &TemplateArgs) -> Result<String, String> {
     }
     let path = PathBuf::from(&file);
     let config = render_file(kind, &path, &sources)?;
-    Ok(args.output.write(&config))
+    Ok(match args.output {
+        TemplateFormat::Json => CatalogFormat::Json.write(&config),
+        TemplateFormat::Yaml => CatalogFormat::Yaml.write(&config),
+        TemplateFormat::Mermaid => {
+            let graph = super::graph::UpgradeGraph::from_declcfg(&config, None)
+                .map_err(|e| format!("{}: writing output: {e}", path.display()))?;
+            super::graph::mermaid::write(&graph, true)
+        }
+    })
 }
 
 /// Reads and renders the template at `path` (`-` is standard input); `kind` `None` detects
