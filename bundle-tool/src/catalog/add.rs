@@ -95,6 +95,12 @@ fn render_argument(args: &AddArgs) -> Result<Bundle, String> {
         let image = args.image.as_deref().unwrap_or_default();
         return render_bundle_dir(path, image).map_err(|e| format!("{}: {e}", path.display()));
     }
+    if args.image.is_some() {
+        return Err(format!(
+            "--image is for bundle folders; {} is not a folder here, so it is taken as an image reference, which is already the pull spec",
+            args.bundle
+        ));
+    }
     BundleSources::new(args.plain_http).render_image(&args.bundle)
 }
 
