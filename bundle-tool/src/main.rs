@@ -105,7 +105,7 @@ enum Command {
         #[command(flatten)]
         registry: RegistryArgs,
     },
-    /// File-based catalogs: validate and render.
+    /// File-based catalogs: validate, render, templates, release edits, upgrade graphs.
     #[command(subcommand)]
     Catalog(CatalogCommand),
     /// List the Kubernetes objects in files or folders of YAML/JSON manifests, with the
