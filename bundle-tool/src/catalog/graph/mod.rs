@@ -48,7 +48,8 @@ pub struct GraphArgs {
 /// Runs `catalog graph`: the text to print.
 pub fn run(args: &GraphArgs) -> Result<String, String> {
     let config = load_dir(&args.dir).map_err(|e| e.to_string())?;
-    let graph = UpgradeGraph::from_declcfg(&config, args.package.as_deref())?;
+    let graph = UpgradeGraph::from_declcfg(&config, args.package.as_deref())
+        .map_err(|e| format!("{}: {e}", args.dir.display()))?;
     Ok(match args.output {
         GraphFormat::Mermaid => mermaid::write(&graph, args.draw_v0_semantics),
         GraphFormat::Html => html::write(&graph, &args.dir.display().to_string()),
