@@ -108,7 +108,7 @@ enum Command {
         #[command(flatten)]
         registry: RegistryArgs,
     },
-    /// File-based catalogs: validate and render.
+    /// File-based catalogs: validate, render, templates, release edits, upgrade graphs.
     #[command(subcommand)]
     Catalog(CatalogCommand),
     /// List the Kubernetes objects in files or folders of YAML/JSON manifests, with the
@@ -143,6 +143,15 @@ enum CatalogCommand {
         #[arg(long)]
         plain_http: bool,
     },
+    /// Render an `olm.template.basic` or `olm.semver` template into FBC, as
+    /// `opm alpha render-template` does.
+    Template(bundle_tool::catalog::template::TemplateArgs),
+    /// Add a bundle to a catalog as the new head of channels; validated before writing.
+    Add(bundle_tool::catalog::add::AddArgs),
+    /// Deprecate a bundle, a channel or a package (`olm.deprecations`).
+    Deprecate(bundle_tool::catalog::deprecate::DeprecateArgs),
+    /// Draw a catalog's upgrade graph: mermaid (as `opm alpha render-graph`) or HTML.
+    Graph(bundle_tool::catalog::graph::GraphArgs),
 }
 
 #[derive(clap::Args)]
@@ -524,12 +533,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 all.deprecations.extend(config.deprecations);
                 all.others.extend(config.others);
             }
-            let text = match output {
-                RenderFormat::Json => bundle_tool::catalog::declcfg::to_json(&all),
-                RenderFormat::Yaml => bundle_tool::catalog::declcfg::to_yaml(&all),
-            };
-            std::io::stdout().lock().write_all(text.as_bytes())?;
+            let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            match output {
+                RenderFormat::Json => bundle_tool::catalog::declcfg::write_json(&all, &mut stdout)?,
+                RenderFormat::Yaml => {
+                    stdout.write_all(bundle_tool::catalog::declcfg::to_yaml(&all).as_bytes())?
+                }
+            }
+            stdout.flush()?;
+            // The process ends now: freeing every document one by one is wasted time.
+            std::mem::forget(all);
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Catalog(CatalogCommand::Template(args)) => {
+            print_or_fail(bundle_tool::catalog::template::run(&args))
+        }
+        Command::Catalog(CatalogCommand::Add(args)) => {
+            print_or_fail(bundle_tool::catalog::add::run(&args))
+        }
+        Command::Catalog(CatalogCommand::Deprecate(args)) => {
+            print_or_fail(bundle_tool::catalog::deprecate::run(&args))
+        }
+        Command::Catalog(CatalogCommand::Graph(args)) => {
+            print_or_fail(bundle_tool::catalog::graph::run(&args))
         }
         Command::PushAll {
             dir,
@@ -539,6 +565,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => push_all(&dir, &prefix, jobs.max(1), &registry),
         Command::Objects { paths } => list_objects(&paths),
         Command::Audit(args) => bundle_tool::audit::cli::run(args),
+    }
+}
+
+/// Prints a command's text output, or its error on stderr with exit code 1.
+fn print_or_fail(result: Result<String, String>) -> anyhow::Result<ExitCode> {
+    match result {
+        Ok(text) => {
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            Ok(ExitCode::FAILURE)
+        }
     }
 }
 

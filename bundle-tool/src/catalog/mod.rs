@@ -5,7 +5,19 @@
 //!   it, and writing JSON or YAML the way `opm render` does.
 //! - [`model`]: one validated model — packages, channels, bundles, the upgrade graph — with
 //!   every rule of `opm validate` in one place and opm's messages.
+//!
+//! Actions over them each have a file: [`render`] (bundle folder → `olm.bundle`),
+//! [`bundle_source`] (bundle image references → rendered bundles, pulled or from local
+//! folders), [`template`] (`olm.template.basic` and `olm.semver` → FBC), [`add`] and
+//! [`deprecate`] (release edits of one package's file, through [`package_file`]), [`graph`]
+//! (the upgrade graph as mermaid or HTML).
 
+pub mod add;
+pub mod bundle_source;
 pub mod declcfg;
+pub mod deprecate;
+pub mod graph;
 pub mod model;
+pub mod package_file;
 pub mod render;
+pub mod template;

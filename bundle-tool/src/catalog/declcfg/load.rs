@@ -206,9 +206,16 @@ fn normalize_meta_keys(
 ) -> Result<(String, String, String), String> {
     let mut found = [String::new(), String::new(), String::new()];
     for (slot, wanted) in ["schema", "package", "name"].iter().enumerate() {
+        // ASCII keys (all of them in practice) are compared without allocating.
         let keys: Vec<String> = document
             .keys()
-            .filter(|k| k.to_lowercase() == *wanted)
+            .filter(|k| {
+                if k.is_ascii() {
+                    k.eq_ignore_ascii_case(wanted)
+                } else {
+                    k.to_lowercase() == *wanted
+                }
+            })
             .cloned()
             .collect();
         if keys.len() > 1 {
@@ -232,7 +239,9 @@ fn normalize_meta_keys(
     Ok((schema, package, name))
 }
 
-fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(), String> {
+/// Adds one parsed document to `config` by its schema (schema, package and name matched
+/// case-insensitively), with opm's messages; templates use it for their inline entries.
+pub fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(), String> {
     let Value::Object(mut map) = document else {
         return Err(format!("document is not an object: {document}"));
     };

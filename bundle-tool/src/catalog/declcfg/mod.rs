@@ -4,8 +4,8 @@ mod ignore;
 mod load;
 mod write;
 
-pub use load::{LoadError, load_dir, load_str};
-pub use write::{to_json, to_yaml};
+pub use load::{LoadError, add_document, load_dir, load_str};
+pub use write::{to_json, to_yaml, write_json};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

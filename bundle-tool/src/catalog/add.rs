@@ -1,0 +1,263 @@
+//! `catalog add`: the release edit a CI job makes — a new bundle becomes the head of the
+//! channels it ships in.
+//!
+//! The bundle is rendered (from a folder, or pulled by image reference), its `olm.bundle`
+//! added, and in each named channel (created if missing) a new entry replaces the channel's
+//! current head, so the channel stays one upgrade chain. The result is validated as a whole
+//! before the package's file is replaced (see [`super::package_file`]).
+
+use std::path::{Path, PathBuf};
+
+use super::bundle_source::BundleSources;
+use super::declcfg::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
+};
+use super::package_file::PackageFile;
+use super::render::{is_bundle_dir, render_bundle_dir};
+
+/// `bundle-tool catalog add`.
+#[derive(clap::Args, Debug)]
+pub struct AddArgs {
+    /// The catalog folder (`<catalog>/<package>/catalog.json|yaml` per package).
+    pub catalog: PathBuf,
+    /// The bundle: a bundle folder (with `manifests/` and `metadata/`) or a bundle image
+    /// reference.
+    pub bundle: String,
+    /// The channels the bundle becomes the head of, comma-separated (created if missing).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub channels: Vec<String>,
+    /// What the new entry replaces: `auto` (each channel's current head), `none`, or a
+    /// bundle name.
+    #[arg(long, default_value = "auto")]
+    pub replaces: String,
+    /// An `olm.skipRange` for the new entries (e.g. `<0.3.0`).
+    #[arg(long)]
+    pub skip_range: Option<String>,
+    /// For a bundle folder: the pull spec to record as the bundle's `image` (without it the
+    /// bundle is carried inline, image "", as `opm render` does for folders).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Pull an image reference over plain HTTP.
+    #[arg(long)]
+    pub plain_http: bool,
+}
+
+/// What a new channel entry replaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replaces {
+    /// The channel's current head (nothing if the channel is new or empty).
+    Auto,
+    /// Nothing.
+    Nothing,
+    /// This bundle.
+    Bundle(String),
+}
+
+impl Replaces {
+    fn parse(text: &str) -> Replaces {
+        match text {
+            "auto" => Replaces::Auto,
+            "none" | "" => Replaces::Nothing,
+            name => Replaces::Bundle(name.to_string()),
+        }
+    }
+}
+
+/// Runs `catalog add`; the line to print on success.
+pub fn run(args: &AddArgs) -> Result<String, String> {
+    let bundle = render_argument(args)?;
+    let mut file = PackageFile::open(&args.catalog, &bundle.package)?;
+    let name = bundle.name.clone();
+    add_bundle(
+        &mut file.config,
+        bundle,
+        &args.channels,
+        &Replaces::parse(&args.replaces),
+        args.skip_range.as_deref().unwrap_or_default(),
+    )?;
+    let path = file.commit()?;
+    Ok(format!(
+        "added {name} as the head of {} in {}\n",
+        args.channels.join(", "),
+        path.display()
+    ))
+}
+
+fn render_argument(args: &AddArgs) -> Result<Bundle, String> {
+    let path = Path::new(&args.bundle);
+    if path.exists() {
+        if !is_bundle_dir(path) {
+            return Err(format!(
+                "{}: not a bundle folder (no manifests/ and metadata/)",
+                path.display()
+            ));
+        }
+        let image = args.image.as_deref().unwrap_or_default();
+        return render_bundle_dir(path, image).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    if args.image.is_some() {
+        return Err(format!(
+            "--image is for bundle folders; {} is not a folder here, so it is taken as an image reference, which is already the pull spec",
+            args.bundle
+        ));
+    }
+    BundleSources::new(args.plain_http).render_image(&args.bundle)
+}
+
+/// Adds `bundle` to a package's documents and makes it the head of `channels`.
+pub fn add_bundle(
+    config: &mut DeclarativeConfig,
+    bundle: Bundle,
+    channels: &[String],
+    replaces: &Replaces,
+    skip_range: &str,
+) -> Result<(), String> {
+    if channels.iter().any(String::is_empty) || channels.is_empty() {
+        return Err("--channels: name at least one channel, without empty names".into());
+    }
+    if config.bundles.iter().any(|b| b.name == bundle.name) {
+        return Err(format!(
+            "bundle {:?} is already in package {:?}",
+            bundle.name, bundle.package
+        ));
+    }
+    if !config.packages.iter().any(|p| p.name == bundle.package) {
+        // A first release: the package's default channel is the first one named.
+        config.packages.push(Package {
+            schema: SCHEMA_PACKAGE.into(),
+            name: bundle.package.clone(),
+            default_channel: channels[0].clone(),
+            icon: None,
+            description: String::new(),
+            properties: Vec::new(),
+        });
+    }
+    for channel_name in channels {
+        let index = match config
+            .channels
+            .iter()
+            .position(|c| c.name == *channel_name && c.package == bundle.package)
+        {
+            Some(index) => index,
+            None => {
+                config.channels.push(Channel {
+                    schema: SCHEMA_CHANNEL.into(),
+                    name: channel_name.clone(),
+                    package: bundle.package.clone(),
+                    entries: Vec::new(),
+                    properties: Vec::new(),
+                });
+                config.channels.len() - 1
+            }
+        };
+        let channel = &mut config.channels[index];
+        let replaced = match replaces {
+            Replaces::Auto => current_head(channel)?.unwrap_or_default(),
+            Replaces::Nothing => String::new(),
+            Replaces::Bundle(name) => name.clone(),
+        };
+        channel.entries.push(ChannelEntry {
+            name: bundle.name.clone(),
+            replaces: replaced,
+            skips: Vec::new(),
+            skip_range: skip_range.to_string(),
+        });
+    }
+    config.bundles.push(bundle);
+    Ok(())
+}
+
+/// The entry no other entry replaces or skips; `None` for an empty channel; an error when
+/// the channel has several (the user must say which one to replace).
+fn current_head(channel: &Channel) -> Result<Option<String>, String> {
+    let targets: std::collections::BTreeSet<&str> = channel
+        .entries
+        .iter()
+        .flat_map(|e| {
+            std::iter::once(e.replaces.as_str()).chain(e.skips.iter().map(String::as_str))
+        })
+        .collect();
+    let heads: Vec<&str> = channel
+        .entries
+        .iter()
+        .map(|e| e.name.as_str())
+        .filter(|name| !targets.contains(name))
+        .collect();
+    match heads[..] {
+        [] if channel.entries.is_empty() => Ok(None),
+        [head] => Ok(Some(head.to_string())),
+        _ => Err(format!(
+            "channel {:?} has no single head ({}); name the bundle to replace with --replaces",
+            channel.name,
+            if heads.is_empty() {
+                "none".to_string()
+            } else {
+                heads.join(", ")
+            }
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::declcfg::Property;
+
+    fn bundle(name: &str, version: &str) -> Bundle {
+        Bundle {
+            schema: "olm.bundle".into(),
+            name: name.into(),
+            package: "p".into(),
+            image: format!("example.com/p:{version}"),
+            properties: vec![Property {
+                type_: "olm.package".into(),
+                value: serde_json::json!({"packageName": "p", "version": version}),
+            }],
+            related_images: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_release_replaces_the_head_and_new_channels_start_empty() {
+        let mut config = DeclarativeConfig::default();
+        let alpha = vec!["alpha".to_string()];
+        add_bundle(
+            &mut config,
+            bundle("p.v1", "1.0.0"),
+            &alpha,
+            &Replaces::Auto,
+            "",
+        )
+        .unwrap();
+        let both = vec!["alpha".to_string(), "stable".to_string()];
+        add_bundle(
+            &mut config,
+            bundle("p.v2", "2.0.0"),
+            &both,
+            &Replaces::Auto,
+            "<2.0.0",
+        )
+        .unwrap();
+        assert_eq!(config.packages[0].default_channel, "alpha");
+        let entries = |c: &str| {
+            config
+                .channels
+                .iter()
+                .find(|ch| ch.name == c)
+                .unwrap()
+                .entries
+                .clone()
+        };
+        assert_eq!(entries("alpha")[1].replaces, "p.v1");
+        assert_eq!(entries("alpha")[1].skip_range, "<2.0.0");
+        assert_eq!(entries("stable")[0].replaces, "");
+        let again = add_bundle(
+            &mut config,
+            bundle("p.v2", "2.0.0"),
+            &alpha,
+            &Replaces::Auto,
+            "",
+        );
+        assert!(again.unwrap_err().contains("already in package"));
+    }
+}

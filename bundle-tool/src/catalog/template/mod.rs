@@ -1,0 +1,181 @@
+//! Catalog templates, rendered into FBC the way `opm alpha render-template` renders them:
+//! [`basic`] (hand-written documents with bundles by image) and [`semver`] (channels and
+//! edges generated from bundle versions). Bundle images are rendered through
+//! [`BundleSources`], so a template can be rendered from local bundle folders
+//! (`--bundle-source REF=DIR`) before the images exist.
+
+pub mod basic;
+mod go_decode;
+pub mod semver;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::bundle_source::BundleSources;
+use super::declcfg::{DeclarativeConfig, to_json, to_yaml};
+use crate::manifest::read_stream;
+
+/// The template kinds, named as opm's `render-template` TYPE argument names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateKind {
+    /// `olm.template.basic`.
+    Basic,
+    /// `olm.semver`.
+    Semver,
+}
+
+impl TemplateKind {
+    fn from_type(name: &str) -> Option<TemplateKind> {
+        match name {
+            "basic" => Some(TemplateKind::Basic),
+            "semver" => Some(TemplateKind::Semver),
+            _ => None,
+        }
+    }
+
+    fn from_schema(schema: &str) -> Option<TemplateKind> {
+        match schema {
+            basic::SCHEMA => Some(TemplateKind::Basic),
+            semver::SCHEMA => Some(TemplateKind::Semver),
+            _ => None,
+        }
+    }
+}
+
+/// How a rendered catalog is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogFormat {
+    /// opm's JSON stream (4-space indent).
+    #[default]
+    Json,
+    /// opm's YAML documents.
+    Yaml,
+}
+
+impl CatalogFormat {
+    /// `config` written in this format, in opm's document order.
+    pub fn write(self, config: &DeclarativeConfig) -> String {
+        match self {
+            CatalogFormat::Json => to_json(config),
+            CatalogFormat::Yaml => to_yaml(config),
+        }
+    }
+}
+
+/// How a rendered template is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TemplateFormat {
+    /// opm's JSON stream.
+    #[default]
+    Json,
+    /// opm's YAML documents.
+    Yaml,
+    /// The upgrade graph as mermaid, with OLMv0 semantics (as opm's `-o mermaid`).
+    Mermaid,
+}
+
+/// `bundle-tool catalog template [TYPE] FILE`.
+#[derive(clap::Args, Debug)]
+pub struct TemplateArgs {
+    /// `[basic|semver] FILE`: the template type (detected from the file's `schema` when
+    /// left out) and the template file (`-` for standard input).
+    #[arg(required = true, num_args = 1..=2, value_name = "[TYPE] FILE")]
+    pub args: Vec<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "json")]
+    pub output: TemplateFormat,
+    /// Pull bundle images over plain HTTP (opm's --use-http).
+    #[arg(long)]
+    pub plain_http: bool,
+    /// Render the bundle image REF from the local bundle folder DIR instead of pulling it
+    /// (repeatable); the rendered `image` is still REF.
+    #[arg(long = "bundle-source", value_name = "REF=DIR")]
+    pub bundle_sources: Vec<String>,
+}
+
+/// Runs `catalog template`: the rendered catalog as text, or an error naming the file.
+pub fn run(args: &TemplateArgs) -> Result<String, String> {
+    let (kind, file) = match &args.args[..] {
+        [file] => match TemplateKind::from_type(file) {
+            Some(kind) => (Some(kind), "-".to_string()),
+            None => (None, file.clone()),
+        },
+        [kind, file] => (
+            Some(TemplateKind::from_type(kind).ok_or_else(|| {
+                format!("invalid template type {kind:?}, must be one of: [basic semver]")
+            })?),
+            file.clone(),
+        ),
+        _ => return Err("expected [TYPE] FILE".into()),
+    };
+    let mut sources = BundleSources::new(args.plain_http);
+    for spec in &args.bundle_sources {
+        sources.add_mapping(spec, Path::new(""))?;
+    }
+    let path = PathBuf::from(&file);
+    let config = render_file(kind, &path, &sources)?;
+    Ok(match args.output {
+        TemplateFormat::Json => CatalogFormat::Json.write(&config),
+        TemplateFormat::Yaml => CatalogFormat::Yaml.write(&config),
+        TemplateFormat::Mermaid => {
+            let graph = super::graph::UpgradeGraph::from_declcfg(&config, None)
+                .map_err(|e| format!("{}: writing output: {e}", path.display()))?;
+            super::graph::mermaid::write(&graph, true)
+        }
+    })
+}
+
+/// Reads and renders the template at `path` (`-` is standard input); `kind` `None` detects
+/// the type from the first document's `schema`.
+pub fn render_file(
+    kind: Option<TemplateKind>,
+    path: &Path,
+    sources: &BundleSources,
+) -> Result<DeclarativeConfig, String> {
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| format!("standard input: {e}"))?
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("unable to open {:?}: {e}", path.display().to_string()))?
+    };
+    let named = |e: String| format!("{}: {e}", path.display());
+    // Like opm, only the first document of the file is the template.
+    let document = read_stream(path, &text)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .next()
+        .map(|d| d.value)
+        .unwrap_or(Value::Null);
+    let kind = match kind {
+        Some(kind) => kind,
+        None => {
+            // Go's decoder: `Schema:` is found as well as `schema:`.
+            let schema = go_decode::GoObject::new(&document, "struct { Schema string }")
+                .and_then(|o| o.string("schema"))
+                .map_err(|e| {
+                    named(format!(
+                        "auto-detecting template type: unmarshalling template schema: {e}"
+                    ))
+                })?;
+            if schema.is_empty() {
+                return Err(named(
+                    "auto-detecting template type: template input missing required 'schema' field"
+                        .into(),
+                ));
+            }
+            TemplateKind::from_schema(&schema).ok_or_else(|| {
+                named(format!(
+                    "auto-detecting template type: unknown template schema: {schema}"
+                ))
+            })?
+        }
+    };
+    let rendered = match kind {
+        TemplateKind::Basic => basic::render(&document, sources),
+        TemplateKind::Semver => semver::parse(&document)
+            .map_err(|e| format!("render: unable to read file: {e}"))
+            .and_then(|template| semver::render(&template, sources)),
+    };
+    rendered.map_err(|e| named(format!("rendering template: {e}")))
+}

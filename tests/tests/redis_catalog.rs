@@ -1,0 +1,118 @@
+//! The Redis operator's catalog (`catalog/`) stays in step with its template: the bundles the
+//! template names are generated from the operator at each version (fixed
+//! SOURCE_DATE_EPOCH), rendered with `catalog template --bundle-source`, and the result must
+//! equal `catalog/redis-operator/catalog.json`. The catalog must pass `catalog validate` and
+//! `opm validate`.
+//!
+//! `UPDATE_CATALOG=1 cargo test -p e2e --test redis_catalog` rewrites the file instead
+//! (catalog/README.md).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use e2e::assets::Assets;
+
+/// `createdAt` of every generated bundle (2025-11-30T00:00:00Z), so renders are reproducible.
+const SOURCE_DATE_EPOCH: &str = "1764460800";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn succeeded(output: Output, what: &str) -> Vec<u8> {
+    assert!(
+        output.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// The bundle images the template names, each with the version its tag carries
+/// (`…:v0.2.0` → `0.2.0`).
+fn template_images(template: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(template).unwrap();
+    let mut images: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- image:"))
+        .map(|image| {
+            let image = image.trim().to_string();
+            let version = image
+                .rsplit_once(":v")
+                .map(|(_, v)| v.to_string())
+                .unwrap_or_else(|| panic!("{image}: the tag must be v<version>"));
+            (image, version)
+        })
+        .collect();
+    images.sort();
+    images.dedup();
+    images
+}
+
+#[test]
+fn redis_catalog_is_rendered_from_its_template_and_valid() {
+    let catalog = workspace().join("catalog");
+    let template = catalog.join("template.yaml");
+    let rendered_file = catalog.join("redis-operator/catalog.json");
+    let images = template_images(&template);
+    assert!(images.len() >= 3, "the catalog has at least three releases");
+
+    let bundles = tempfile::tempdir().unwrap();
+    let mut command = Command::new(e2e::bundle_tool_binary());
+    command
+        .args(["catalog", "template", "semver"])
+        .arg(&template)
+        .args(["-o", "json"]);
+    for (image, version) in &images {
+        let dir = bundles.path().join(version);
+        succeeded(
+            Command::new(e2e::bundle_tool_binary())
+                .current_dir(workspace())
+                .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+                .args(["generate", "--version", version, "--output"])
+                .arg(&dir)
+                .output()
+                .unwrap(),
+            "generate",
+        );
+        command
+            .arg("--bundle-source")
+            .arg(format!("{image}={}", dir.display()));
+    }
+    let rendered = succeeded(command.output().unwrap(), "catalog template");
+    if std::env::var_os("UPDATE_CATALOG").is_some() {
+        std::fs::write(&rendered_file, &rendered).unwrap();
+    }
+    let on_disk = std::fs::read(&rendered_file).unwrap_or_default();
+    assert!(
+        on_disk == rendered,
+        "{} is not what catalog/template.yaml renders to; run \
+         `UPDATE_CATALOG=1 cargo test -p e2e --test redis_catalog` and commit the file",
+        rendered_file.display()
+    );
+
+    let ours = Command::new(e2e::bundle_tool_binary())
+        .args(["catalog", "validate"])
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    succeeded(ours, "catalog validate catalog/");
+    let opm = Command::new(Assets::locate().unwrap().opm().unwrap())
+        .arg("validate")
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    succeeded(opm, "opm validate catalog/");
+
+    // The shape the README promises: both channels, stable the default, inline objects.
+    let config = bundle_tool::catalog::declcfg::load_dir(&catalog).unwrap();
+    assert_eq!(config.packages[0].default_channel, "stable-v0");
+    let mut channels: Vec<&str> = config.channels.iter().map(|c| c.name.as_str()).collect();
+    channels.sort();
+    assert_eq!(channels, ["candidate-v0", "stable-v0"]);
+    assert!(config.bundles.iter().all(|b| {
+        b.image
+            .starts_with("quay.io/example/redis-operator-bundle:v")
+            && !b.objects().is_empty()
+    }));
+}
