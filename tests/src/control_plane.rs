@@ -76,10 +76,12 @@ impl ControlPlane {
     /// Starts a new control plane of its own.
     pub async fn start(options: ControlPlaneOptions) -> anyhow::Result<ControlPlane> {
         let assets = Assets::locate()?;
+        remove_stale_dirs();
         let dir = tempfile::Builder::new()
             .prefix("e2e-control-plane-")
             .tempdir()?;
         let root = dir.path().to_path_buf();
+        std::fs::write(root.join("owner.pid"), std::process::id().to_string())?;
         std::fs::create_dir_all(root.join("logs"))?;
         let log = |name: &str| root.join("logs").join(format!("{name}.log"));
 
@@ -236,6 +238,8 @@ impl ControlPlane {
             dir: Some(dir),
         };
         if let Some(kept) = &plane.kept_dir {
+            // The marker keeps the folder from the stale-folder cleanup of later runs.
+            std::fs::write(kept.join("kept"), "E2E_KEEP_DIR was set\n")?;
             eprintln!("e2e: control plane folder kept at {}", kept.display());
         }
 
@@ -357,6 +361,33 @@ impl Drop for ControlPlane {
             && let Some(dir) = self.dir.take()
         {
             let _ = dir.keep();
+        }
+    }
+}
+
+/// Removes the folders of control planes whose test binary has exited. The shared control
+/// plane lives in a static, which is never dropped, so its folder (etcd data, logs: ~130 MB)
+/// would otherwise stay behind after every run.
+fn remove_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_ours = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("e2e-control-plane-"));
+        if !is_ours || path.join("kept").exists() {
+            continue;
+        }
+        let owner = std::fs::read_to_string(path.join("owner.pid"))
+            .ok()
+            .and_then(|pid| pid.trim().parse::<libc::pid_t>().ok());
+        // SAFETY: kill(pid, 0) only checks whether the process exists.
+        let alive = owner.is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0);
+        if owner.is_some() && !alive {
+            let _ = std::fs::remove_dir_all(&path);
         }
     }
 }
