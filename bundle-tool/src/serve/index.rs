@@ -342,7 +342,7 @@ fn bundle_record(
     let mut metadata = Vec::new();
     let mut objects = Vec::new();
     let mut version = String::new();
-    for property in &bundle.properties {
+    for property in bundle.properties.iter() {
         match property.type_.as_str() {
             "olm.bundle.object" => {
                 objects.push(bundle_object_json(&property.value)?);
