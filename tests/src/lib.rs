@@ -16,6 +16,7 @@ pub mod assets;
 mod control_plane;
 pub mod corpus;
 mod fault_proxy;
+pub mod olm;
 mod pki;
 mod ports;
 mod process;

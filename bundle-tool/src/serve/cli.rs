@@ -41,8 +41,10 @@ pub struct ServeArgs {
 /// Runs `bundle-tool serve`.
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     super::load::limit_malloc_arenas();
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
