@@ -80,7 +80,7 @@ pub struct BundleRecord {
     /// serving), in the snapshot's spill file.
     pub objects: Vec<BlobRef>,
     /// The provided APIs as (group, version, kind), interned per snapshot.
-    pub provides: Box<[(Arc<str>, Arc<str>, Arc<str>)]>,
+    pub provides: Box<[ProvidedApi]>,
     /// The synthesized CSV once a request needed it, kept in the spill file: packageserver
     /// asks for the same channel heads again and again.
     pub synthesized_csv: std::sync::OnceLock<BlobRef>,
@@ -103,6 +103,9 @@ pub enum CsvSource {
     /// Nothing to build one from: served empty.
     None,
 }
+
+/// A provided API as (group, version, kind), with names shared across the snapshot.
+pub type ProvidedApi = (Arc<str>, Arc<str>, Arc<str>);
 
 /// What the synthesized CSV is made of besides the package's description and icon.
 #[derive(serde::Serialize, serde::Deserialize)]
