@@ -21,12 +21,12 @@ use crate::catalog::render::go_json;
 /// The package, channel and bundle name of one channel member.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BundleKey {
-    /// The package.
-    pub package: String,
-    /// The channel.
-    pub channel: String,
+    /// The package (shared by all its keys).
+    pub package: Arc<str>,
+    /// The channel (shared by all its keys).
+    pub channel: Arc<str>,
     /// The bundle.
-    pub name: String,
+    pub name: Box<str>,
 }
 
 /// A package as the registry API shows it.
@@ -68,18 +68,19 @@ pub struct ChannelMember {
     pub record: Arc<BundleRecord>,
 }
 
-/// What a bundle is, whatever channel lists it.
+/// What a bundle is, whatever channel lists it. The API message lives encoded in the spill
+/// file: in memory a bundle costs only what the RPCs search by.
 #[derive(Debug)]
 pub struct BundleRecord {
-    /// The API message without the channel's fields, `csvJson` and `object`.
-    pub base: api::Bundle,
+    /// The API message without the channel's fields, `csvJson` and `object`, encoded.
+    pub base: BlobRef,
     /// Where `csvJson` comes from.
     pub csv: CsvSource,
     /// The bundle's manifests as JSON (from `olm.bundle.object`, or rendered for inline
     /// serving), in the snapshot's spill file.
     pub objects: Vec<BlobRef>,
-    /// The provided APIs as (group, version, kind).
-    pub provides: Vec<(String, String, String)>,
+    /// The provided APIs as (group, version, kind), interned per snapshot.
+    pub provides: Box<[ProvidedApi]>,
     /// The synthesized CSV once a request needed it, kept in the spill file: packageserver
     /// asks for the same channel heads again and again.
     pub synthesized_csv: std::sync::OnceLock<BlobRef>,
@@ -92,13 +93,8 @@ pub enum CsvSource {
     Object(usize),
     /// Synthesized from its `olm.csv.metadata` property.
     Metadata {
-        /// The property value as compact JSON, in the spill file: only the single-bundle RPCs
-        /// read it.
-        metadata: BlobRef,
-        /// The bundle's version, normalized (`spec.version`).
-        version: String,
-        /// The bundle's related images (name, image).
-        related_images: Vec<(String, String)>,
+        /// A [`SynthesisInput`] as JSON, in the spill file: only the single-bundle RPCs read it.
+        input: BlobRef,
         /// The package's description (a fallback).
         package_description: Arc<str>,
         /// The package's icon (base64, media type).
@@ -106,6 +102,20 @@ pub enum CsvSource {
     },
     /// Nothing to build one from: served empty.
     None,
+}
+
+/// A provided API as (group, version, kind), with names shared across the snapshot.
+pub type ProvidedApi = (Arc<str>, Arc<str>, Arc<str>);
+
+/// What the synthesized CSV is made of besides the package's description and icon.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct SynthesisInput {
+    /// The `olm.csv.metadata` value, as compact JSON.
+    pub metadata: String,
+    /// The bundle's version, normalized (`spec.version`).
+    pub version: String,
+    /// The bundle's related images (name, image).
+    pub related_images: Vec<(String, String)>,
 }
 
 /// Whether a bundle is served inline (empty bundle path, manifests embedded).
@@ -134,28 +144,29 @@ pub struct CatalogIndex {
 
 impl CatalogIndex {
     /// A bundle's `csvJson`.
-    pub fn csv_json(&self, record: &BundleRecord) -> String {
+    pub fn csv_json(&self, name: &str, record: &BundleRecord) -> String {
         let read = |blob: BlobRef| self.spill.read_string(blob).unwrap_or_default();
         match &record.csv {
             CsvSource::Object(i) => record.objects.get(*i).map(|b| read(*b)).unwrap_or_default(),
             CsvSource::Metadata {
-                metadata,
-                version,
-                related_images,
+                input,
                 package_description,
                 package_icon,
             } => {
                 if let Some(blob) = record.synthesized_csv.get() {
                     return read(*blob);
                 }
+                let Ok(input) = serde_json::from_str::<SynthesisInput>(&read(*input)) else {
+                    return String::new();
+                };
                 let context = CsvContext {
-                    name: &record.base.csv_name,
-                    version: version.clone(),
+                    name,
+                    version: input.version,
                     package_description,
                     package_icon: package_icon.as_deref().cloned(),
-                    related_images: related_images.clone(),
+                    related_images: input.related_images,
                 };
-                let csv = synthesize(&read(*metadata), &context).unwrap_or_default();
+                let csv = synthesize(&input.metadata, &context).unwrap_or_default();
                 if let Ok(blob) = self.spill.append(csv.as_bytes()) {
                     // Two requests racing both synthesize; the first stored blob wins.
                     let _ = record.synthesized_csv.set(blob);
@@ -164,6 +175,12 @@ impl CatalogIndex {
             }
             CsvSource::None => String::new(),
         }
+    }
+
+    /// A bundle's stored message, decoded.
+    fn base(&self, record: &BundleRecord) -> Option<api::Bundle> {
+        let bytes = self.spill.read(record.base).ok()?;
+        prost::Message::decode(bytes.as_slice()).ok()
     }
 
     /// A bundle's `object` list: its manifests, or the synthesized CSV alone as opm sends it.
@@ -195,13 +212,13 @@ impl CatalogIndex {
     pub fn listed_bundle(&self, key: &BundleKey) -> Option<api::Bundle> {
         let member = self.member(&key.package, &key.channel, &key.name)?;
         let record = &member.record;
-        let mut bundle = record.base.clone();
-        bundle.channel_name = key.channel.clone();
+        let mut bundle = self.base(record)?;
+        bundle.channel_name = key.channel.to_string();
         bundle.skip_range = member.skip_range.clone();
         bundle.replaces = member.replaces.clone();
         bundle.skips = member.skips.clone();
         if bundle.bundle_path.is_empty() {
-            bundle.csv_json = self.csv_json(record);
+            bundle.csv_json = self.csv_json(&key.name, record);
             bundle.object = self.object_list(record, &bundle.csv_json);
         }
         Some(bundle)
@@ -211,10 +228,10 @@ impl CatalogIndex {
     pub fn trimmed_bundle(&self, package: &str, channel: &str, name: &str) -> Option<api::Bundle> {
         let member = self.member(package, channel, name)?;
         let record = &member.record;
-        let mut bundle = record.base.clone();
+        let mut bundle = self.base(record)?;
         bundle.channel_name = channel.to_string();
         bundle.skip_range = member.skip_range.clone();
-        bundle.csv_json = self.csv_json(record);
+        bundle.csv_json = self.csv_json(name, record);
         bundle.object = self.object_list(record, &bundle.csv_json);
         Some(bundle)
     }
@@ -229,7 +246,9 @@ impl CatalogIndex {
         let mut packages = BTreeMap::new();
         let mut listing = Vec::new();
         let mut bundle_count = 0;
+        let mut interner = Interner::default();
         for (package_name, package) in model.packages {
+            let package_key = interner.get(&package_name);
             let description: Arc<str> = Arc::from(package.description.as_str());
             let icon = package.icon.as_ref().map(|icon| {
                 Arc::new((
@@ -240,6 +259,7 @@ impl CatalogIndex {
             let mut records: HashMap<String, Arc<BundleRecord>> = HashMap::new();
             let mut channels = BTreeMap::new();
             for (channel_name, channel) in package.channels {
+                let channel_key = interner.get(&channel_name);
                 let head = channel.head()?.name.clone();
                 let mut members = BTreeMap::new();
                 for (bundle_name, bundle) in channel.bundles {
@@ -250,6 +270,7 @@ impl CatalogIndex {
                                 .map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
                             let record = Arc::new(bundle_record(
                                 &mut spill,
+                                &mut interner,
                                 &package_name,
                                 &bundle,
                                 decision,
@@ -261,9 +282,9 @@ impl CatalogIndex {
                         }
                     };
                     listing.push(BundleKey {
-                        package: package_name.clone(),
-                        channel: channel_name.clone(),
-                        name: bundle_name.clone(),
+                        package: package_key.clone(),
+                        channel: channel_key.clone(),
+                        name: bundle_name.as_str().into(),
                     });
                     members.insert(
                         bundle_name,
@@ -327,8 +348,24 @@ fn gvk(value: &Value) -> (String, String, String) {
     (field("group"), field("version"), field("kind"))
 }
 
+/// Shares equal strings (package, channel, group, version, kind names) within a snapshot.
+#[derive(Default)]
+struct Interner(HashMap<String, Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(text);
+        self.0.insert(text.to_string(), shared.clone());
+        shared
+    }
+}
+
 fn bundle_record(
     spill: &mut SpillWriter,
+    interner: &mut Interner,
     package: &str,
     bundle: &model::Bundle,
     inline: Inline,
@@ -342,7 +379,7 @@ fn bundle_record(
     let mut metadata = Vec::new();
     let mut objects = Vec::new();
     let mut version = String::new();
-    for property in &bundle.properties {
+    for property in bundle.properties.iter() {
         match property.type_.as_str() {
             "olm.bundle.object" => {
                 objects.push(bundle_object_json(&property.value)?);
@@ -408,23 +445,23 @@ fn bundle_record(
         Some(i) => CsvSource::Object(i),
         None => match metadata.first() {
             Some(value) => CsvSource::Metadata {
-                metadata: spill
-                    .append(
-                        serde_json::to_string(value)
-                            .map_err(|e| e.to_string())?
-                            .as_bytes(),
-                    )
-                    .map_err(spill_error)?,
-                version: bundle
-                    .version
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default(),
-                related_images: bundle
-                    .related_images
-                    .iter()
-                    .map(|r| (r.name.clone(), r.image.clone()))
-                    .collect(),
+                input: {
+                    let input = SynthesisInput {
+                        metadata: serde_json::to_string(value).map_err(|e| e.to_string())?,
+                        version: bundle
+                            .version
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_default(),
+                        related_images: bundle
+                            .related_images
+                            .iter()
+                            .map(|r| (r.name.clone(), r.image.clone()))
+                            .collect(),
+                    };
+                    let text = serde_json::to_string(&input).map_err(|e| e.to_string())?;
+                    spill.append(text.as_bytes()).map_err(spill_error)?
+                },
                 package_description: package_description.clone(),
                 package_icon: package_icon.clone(),
             },
@@ -451,6 +488,13 @@ fn bundle_record(
         }),
         ..Default::default()
     };
+    let base = spill
+        .append(&prost::Message::encode_to_vec(&base))
+        .map_err(spill_error)?;
+    let provides = provides
+        .iter()
+        .map(|(g, v, k)| (interner.get(g), interner.get(v), interner.get(k)))
+        .collect();
     Ok(BundleRecord {
         base,
         csv,

@@ -97,7 +97,7 @@ fn provides(member: &ChannelMember, group: &str, version: &str, kind: &str) -> b
         .record
         .provides
         .iter()
-        .any(|(g, v, k)| g == group && v == version && k == kind)
+        .any(|(g, v, k)| **g == *group && **v == *version && **k == *kind)
 }
 
 /// A member's entries for the provider RPCs: itself with its `replaces`, then one per skip

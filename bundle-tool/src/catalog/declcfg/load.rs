@@ -140,6 +140,15 @@ fn walk(
 
 /// Parses one file's documents into `config`.
 pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Result<(), LoadError> {
+    if text.trim_start().starts_with('{') && super::json::load_json(text, config) {
+        return Ok(());
+    }
+    load_generic(path, text, config)
+}
+
+/// Parses every document into a `Value` first, then adds it by its schema: the reference
+/// behaviour, which the JSON fast path falls back to.
+fn load_generic(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Result<(), LoadError> {
     for (line, document) in documents(path, text)? {
         let error = |message: String| LoadError {
             path: path.to_path_buf(),
@@ -258,19 +267,7 @@ pub fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(
         SCHEMA_BUNDLE => {
             let bundle =
                 serde_json::from_value::<Bundle>(blob).map_err(|e| format!("parse bundle: {e}"))?;
-            for property in bundle
-                .properties
-                .iter()
-                .filter(|p| p.type_ == "olm.bundle.object")
-            {
-                let data = property
-                    .value
-                    .get("data")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
-                    .map_err(|e| format!("read bundle objects: {e}"))?;
-            }
+            check_bundle_objects(&bundle)?;
             config.bundles.push(bundle)
         }
         SCHEMA_DEPRECATIONS => config.deprecations.push(
@@ -283,6 +280,25 @@ pub fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(
             name,
             blob,
         }),
+    }
+    Ok(())
+}
+
+/// Decodes every inline `olm.bundle.object` once, as opm does when it loads a bundle: bad
+/// base64 fails the load.
+pub(super) fn check_bundle_objects(bundle: &Bundle) -> Result<(), String> {
+    for property in bundle
+        .properties
+        .iter()
+        .filter(|p| p.type_ == "olm.bundle.object")
+    {
+        let data = property
+            .value
+            .get("data")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+            .map_err(|e| format!("read bundle objects: {e}"))?;
     }
     Ok(())
 }
@@ -316,6 +332,54 @@ mod tests {
             e.message.contains("duplicate keys for key \"schema\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn json_fast_path_matches_the_generic_loader() {
+        let generic = |text: &str| {
+            let mut config = DeclarativeConfig::default();
+            load_generic(Path::new("catalog.yaml"), text, &mut config).map(|_| config)
+        };
+        let documents = [
+            r#"{"schema":"olm.package","name":"p","defaultChannel":"s","icon":{"base64data":"aGk=","mediatype":"image/png"}}"#,
+            r#"{"schema":"olm.channel","name":"s","package":"p","entries":[{"name":"b","replaces":"a","skips":["z"],"skipRange":"<1.0.0"}]}"#,
+            r#"{"schema":"olm.bundle","name":"b","package":"p","image":"i","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}},{"type":"olm.bundle.object","value":{"data":"e30="}}],"relatedImages":[{"name":"x","image":"y"}]}"#,
+            r#"{"schema":"olm.deprecations","package":"p","entries":[{"reference":{"schema":"olm.bundle","name":"b"},"message":"m"}]}"#,
+            r#"{"Schema":"olm.package","NAME":"q"}"#,
+            r#"{"schema":"olm.package","name":"r","name":"s"}"#,
+            r#"{"schema":"custom.thing","package":"p","extra":[1,{"a":null}]}"#,
+        ];
+        let text = documents.join(
+            "
+  
+",
+        );
+        let mut fast = DeclarativeConfig::default();
+        assert!(super::super::json::load_json(&text, &mut fast));
+        assert_eq!(fast, generic(&text).unwrap());
+        assert_eq!(fast.packages.len(), 3, "{fast:?}");
+        assert_eq!(
+            fast.packages[2].name, "s",
+            "a repeated key keeps its last value"
+        );
+        assert_eq!(
+            fast.others[0].blob["extra"][1],
+            serde_json::json!({"a": null})
+        );
+        // Errors (a bad document after a good one, bad base64, a bad stream) are left to the
+        // generic loader, so their text and line are its own.
+        for bad in [
+            format!("{}\n{}", documents[0], r#"{"schema":"olm.package","name":1}"#),
+            r#"{"schema":"olm.bundle","name":"b","properties":[{"type":"olm.bundle.object","value":{"data":"!"}}]}"#.to_string(),
+            format!("{}\n{}", documents[1], r#"{"schema": "#),
+            r#"{"name":"x"}"#.to_string(),
+            r#"{"schema":"olm.package"} [1]"#.to_string(),
+        ] {
+            let mut fast = DeclarativeConfig::default();
+            assert!(!super::super::json::load_json(&bad, &mut fast), "{bad}");
+            assert_eq!(fast, DeclarativeConfig::default());
+            assert_eq!(load(&bad).unwrap_err(), generic(&bad).unwrap_err());
+        }
     }
 
     #[test]

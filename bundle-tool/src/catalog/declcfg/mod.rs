@@ -1,6 +1,7 @@
 //! The declarative config: FBC documents as written.
 
 mod ignore;
+mod json;
 mod load;
 mod write;
 

@@ -8,6 +8,7 @@
 mod error;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 pub use error::ValidationTree;
 use serde_json::Value;
@@ -65,10 +66,11 @@ pub struct Bundle {
     pub skips: Vec<String>,
     /// The range of versions it can upgrade from.
     pub skip_range: String,
-    /// Its properties.
-    pub properties: Vec<Property>,
-    /// Related images.
-    pub related_images: Vec<RelatedImage>,
+    /// Its properties, shared by its members of every channel (one bundle document is in
+    /// the model once, however many channels list it).
+    pub properties: Arc<Vec<Property>>,
+    /// Related images, shared like the properties.
+    pub related_images: Arc<Vec<RelatedImage>>,
     /// Its version (from the `olm.package` property).
     pub version: Option<semver::Version>,
     /// Whether a document for it was found (a channel entry may lack one).
@@ -379,10 +381,11 @@ impl Model {
                 .iter()
                 .filter(|p| p.type_ == "olm.bundle.object")
                 .count();
-            // The document's data moves into its last channel and is copied into the others.
-            let last = members.len() - 1;
-            let mut data = Some((b.image, b.properties, b.related_images));
-            for (i, channel_name) in members.into_iter().enumerate() {
+            // One copy of the document's data, shared by its members in every channel: cloning
+            // it per channel cost memory on catalogs whose bundles are in several channels.
+            let properties = Arc::new(b.properties);
+            let related_images = Arc::new(b.related_images);
+            for channel_name in members {
                 let Some(member) = package
                     .channels
                     .get_mut(&channel_name)
@@ -390,14 +393,9 @@ impl Model {
                 else {
                     continue;
                 };
-                let (image, properties, related_images) = if i == last {
-                    data.take().unwrap_or_default()
-                } else {
-                    data.clone().unwrap_or_default()
-                };
-                member.image = image;
-                member.properties = properties;
-                member.related_images = related_images;
+                member.image = b.image.clone();
+                member.properties = Arc::clone(&properties);
+                member.related_images = Arc::clone(&related_images);
                 member.version = Some(version.clone());
                 member.has_document = true;
                 member.object_count = object_count;
