@@ -32,9 +32,14 @@ enum Command {
     Validate {
         /// The bundle folder (with `manifests/` and `metadata/`), or a bundle image reference.
         dir: PathBuf,
-        /// Optional validators, like operator-sdk: `suite=operatorframework`.
+        /// Optional validators, a label selector like operator-sdk's:
+        /// `suite=operatorframework`, `name=good-practices`, `suite=operatorframework,name!=good-practices`.
         #[arg(long)]
         select_optional: Option<String>,
+        /// Values for optional validators, like operator-sdk: `k8s-version=1.25` (removed
+        /// APIs become errors from that version on). Repeatable or comma-separated.
+        #[arg(long)]
+        optional_values: Vec<String>,
         /// Pull an image reference over plain HTTP.
         #[arg(long)]
         plain_http: bool,
@@ -462,14 +467,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Validate {
             dir,
             select_optional,
+            optional_values,
             output,
             plain_http,
         } => {
+            let mut optional = match select_optional.as_deref() {
+                Some(selector) => {
+                    bundle_tool::validate::Optional::select(selector).map_err(anyhow::Error::msg)?
+                }
+                None => bundle_tool::validate::Optional::default(),
+            };
+            for values in &optional_values {
+                optional.set_values(values).map_err(anyhow::Error::msg)?;
+            }
             if dir.exists() {
-                validate(&dir, select_optional.as_deref(), output)
+                validate(&dir, &optional, output)
             } else {
                 let (_folder, root) = pull_to_temp(&dir.to_string_lossy(), plain_http)?;
-                validate(&root, select_optional.as_deref(), output)
+                validate(&root, &optional, output)
             }
         }
         Command::Catalog(CatalogCommand::Validate { dir }) => {
@@ -693,18 +708,10 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
 
 fn validate(
     dir: &Path,
-    select_optional: Option<&str>,
+    optional: &bundle_tool::validate::Optional,
     output: ValidateFormat,
 ) -> anyhow::Result<ExitCode> {
-    use bundle_tool::validate::{Suite, validate_bundle};
-    let suite = match select_optional {
-        None => Suite::Default,
-        Some("suite=operatorframework") => Suite::OperatorFramework,
-        Some(other) => {
-            anyhow::bail!("unknown --select-optional {other:?}; supported: suite=operatorframework")
-        }
-    };
-    let report = validate_bundle(dir, suite);
+    let report = bundle_tool::validate::validate_bundle_with(dir, optional);
     let mut out = std::io::stdout().lock();
     match output {
         ValidateFormat::Json => {
