@@ -34,11 +34,11 @@ enum Command {
         dir: PathBuf,
         /// Optional validators, a label selector like operator-sdk's:
         /// `suite=operatorframework`, `name=good-practices`, `suite=operatorframework,name!=good-practices`.
-        #[arg(long)]
-        select_optional: Option<String>,
+        #[arg(long, value_parser = bundle_tool::validate::Optional::select)]
+        select_optional: Option<bundle_tool::validate::Optional>,
         /// Values for optional validators, like operator-sdk: `k8s-version=1.25` (removed
         /// APIs become errors from that version on). Repeatable or comma-separated.
-        #[arg(long)]
+        #[arg(long, value_parser = optional_values)]
         optional_values: Vec<String>,
         /// Pull an image reference over plain HTTP.
         #[arg(long)]
@@ -471,12 +471,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             output,
             plain_http,
         } => {
-            let mut optional = match select_optional.as_deref() {
-                Some(selector) => {
-                    bundle_tool::validate::Optional::select(selector).map_err(anyhow::Error::msg)?
-                }
-                None => bundle_tool::validate::Optional::default(),
-            };
+            let mut optional = select_optional.unwrap_or_default();
             for values in &optional_values {
                 optional.set_values(values).map_err(anyhow::Error::msg)?;
             }
@@ -704,6 +699,13 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         dockerfile.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks `--optional-values` when the command line is parsed, so that a bad key is a usage
+/// error (exit 2) rather than a validation failure (exit 1).
+fn optional_values(values: &str) -> Result<String, String> {
+    bundle_tool::validate::Optional::default().set_values(values)?;
+    Ok(values.to_string())
 }
 
 fn validate(

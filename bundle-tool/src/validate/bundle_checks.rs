@@ -149,54 +149,81 @@ pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
         .in_file(&csv_file));
     }
 
-    // Owned CRDs and the CRDs in the bundle must be the same set.
-    let owned: BTreeSet<(String, String, String)> = csv
+    // Owned CRDs and the CRDs in the bundle must be the same set. Keys are (group, version,
+    // kind): the owned entry's group is its name after the first dot, a CRD's is spec.group.
+    type Key = (String, String, String);
+    let owned: Vec<Key> = csv
         .pointer("/spec/customresourcedefinitions/owned")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .map(|o| {
+            let crd_name = text(o, "/name");
+            let group = crd_name.split_once('.').map_or(crd_name, |(_, g)| g);
             (
-                text(o, "/name").to_string(),
+                group.to_string(),
                 text(o, "/version").to_string(),
                 text(o, "/kind").to_string(),
             )
         })
         .collect();
-    let mut present: BTreeSet<(String, String, String)> = BTreeSet::new();
-    for (_, crd) in &bundle.crds {
-        let crd_name = text(crd, "/metadata/name").to_string();
-        let kind = text(crd, "/spec/names/kind").to_string();
-        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
-            present.insert((
-                crd_name.clone(),
-                text(version, "/name").to_string(),
-                kind.clone(),
+    // v1 CRDs first, then v1beta1 ones, as upstream lists them; a v1beta1 CRD's single
+    // `spec.version` counts only when it has no `spec.versions`.
+    let mut keys: Vec<Key> = Vec::new();
+    for v1 in [true, false] {
+        for (_, crd) in &bundle.crds {
+            if (text(crd, "/apiVersion") == "apiextensions.k8s.io/v1") != v1 {
+                continue;
+            }
+            let group = text(crd, "/spec/group").to_string();
+            let kind = text(crd, "/spec/names/kind").to_string();
+            let versions: Vec<&str> = crd["spec"]["versions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| text(v, "/name"))
+                .collect();
+            if versions.is_empty() && !v1 {
+                let single = text(crd, "/spec/version").to_string();
+                keys.push((group.clone(), single, kind.clone()));
+            }
+            for version in versions {
+                keys.push((group.clone(), version.to_string(), kind.clone()));
+            }
+        }
+    }
+    let show = |(group, version, kind): &Key| format!("{group}/{version}, Kind={kind}");
+    let mut present: BTreeSet<Key> = BTreeSet::new();
+    for key in keys {
+        if present.contains(&key) {
+            add(Finding::error(
+                show(&key),
+                format!("duplicate CRD {:?} in bundle {name:?}", show(&key)),
             ));
         }
-        let single = text(crd, "/spec/version");
-        if !single.is_empty() {
-            present.insert((crd_name.clone(), single.to_string(), kind.clone()));
+        present.insert(key);
+    }
+    let mut owned_kinds = BTreeSet::new();
+    for key in &owned {
+        if present.remove(key) {
+            owned_kinds.insert((key.0.clone(), key.2.clone()));
+        } else {
+            add(Finding::error(
+                show(key),
+                format!("owned CRD {:?} not found in bundle {name:?}", show(key)),
+            ));
         }
     }
-    let key = |(crd_name, version, kind): &(String, String, String)| {
-        let group = crd_name.split_once('.').map(|(_, g)| g).unwrap_or_default();
-        format!("{group}/{version}, Kind={kind}")
-    };
-    for missing in owned.difference(&present) {
-        add(Finding::error(
-            key(missing),
-            format!("owned CRD {:?} not found in bundle {name:?}", key(missing)),
-        ));
-    }
     // Versions of an owned CRD that the CSV does not list are fine; CRDs it does not own are not.
-    let owned_names: BTreeSet<&String> = owned.iter().map(|(n, _, _)| n).collect();
-    for extra in present.iter().filter(|(n, _, _)| !owned_names.contains(n)) {
+    for extra in present
+        .iter()
+        .filter(|(group, _, kind)| !owned_kinds.contains(&(group.clone(), kind.clone())))
+    {
         add(Finding::error(
-            key(extra),
+            show(extra),
             format!(
                 "CRD {:?} is present in bundle {name:?} but not defined in CSV",
-                key(extra)
+                show(extra)
             ),
         ));
     }
