@@ -231,6 +231,18 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             "is present in bundle",
         ),
         (
+            "a CRD whose name is not <plural>.<group>",
+            |m| {
+                let path = m.join("cache.example.com_redisclusters.yaml");
+                let crd = std::fs::read_to_string(&path).unwrap().replace(
+                    "name: redisclusters.cache.example.com",
+                    "name: rediscluster.cache.example.com",
+                );
+                std::fs::write(path, crd).unwrap();
+            },
+            "must be spec.names.plural+\".\"+spec.group",
+        ),
+        (
             "oversize",
             |m| {
                 // Incompressible data: ~3 MB of it is over the 1 MiB compressed limit.

@@ -228,6 +228,12 @@ pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
         ));
     }
 
+    for (file, crd) in &bundle.crds {
+        for finding in super::crd::findings(crd) {
+            add(finding.in_file(file.display().to_string()));
+        }
+    }
+
     // Kinds a registry+v1 bundle cannot carry.
     for (file, object) in &bundle.others {
         let kind = text(object, "/kind");

@@ -16,7 +16,7 @@ const CASE_SENSITIVE_KEYS: [&str; 5] = [
 ];
 
 /// Kubernetes' explanation of a DNS-1123 subdomain (apimachinery's `RegexError` text).
-const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+pub(super) const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 /// Kubernetes' explanation of a label value (the double spaces are apimachinery's).
 const LABEL_VALUE_RULE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
@@ -64,12 +64,8 @@ pub fn findings(csv: &Value, name: &str) -> Vec<Finding> {
     out
 }
 
-/// What makes `value` not a DNS-1123 subdomain or not a label value, in apimachinery's words.
-fn name_problems(value: &str) -> Vec<&'static str> {
-    let mut problems = Vec::new();
-    if value.len() > 253 {
-        problems.push("must be no more than 253 characters");
-    }
+/// True when every dot-separated part of `value` is a DNS-1123 label (length aside).
+pub(super) fn is_dns_subdomain(value: &str) -> bool {
     let dns_label = |label: &str| {
         let bytes = label.as_bytes();
         let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
@@ -78,7 +74,16 @@ fn name_problems(value: &str) -> Vec<&'static str> {
             && bytes.last().is_some_and(alnum)
             && bytes.iter().all(|b| alnum(b) || *b == b'-')
     };
-    if !value.split('.').all(dns_label) {
+    value.split('.').all(dns_label)
+}
+
+/// What makes `value` not a DNS-1123 subdomain or not a label value, in apimachinery's words.
+fn name_problems(value: &str) -> Vec<&'static str> {
+    let mut problems = Vec::new();
+    if value.len() > 253 {
+        problems.push("must be no more than 253 characters");
+    }
+    if !is_dns_subdomain(value) {
         problems.push(SUBDOMAIN_RULE);
     }
     if value.len() > 63 {

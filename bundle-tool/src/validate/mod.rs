@@ -4,9 +4,10 @@
 //! The loader's structural checks, the default validators (CSV, bundle) and the optional
 //! ones of `suite=operatorframework` (operatorhubv2, capabilities, categories,
 //! alpha-deprecated-apis, good-practices). docs/conformance.md lists what differs from
-//! operator-sdk and what is not implemented (CRD schema validation, multiarch).
+//! operator-sdk and what is not implemented (most of Kubernetes' CRD validation, multiarch).
 
 mod bundle_checks;
+mod crd;
 mod csv_metadata;
 mod deprecated_apis;
 mod examples;
