@@ -7,7 +7,7 @@ use std::io::Write;
 use base64::Engine;
 use serde_json::Value;
 
-use super::{Finding, LoadedBundle, Report, Suite};
+use super::{Finding, LoadedBundle, Optional, Report};
 
 fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value
@@ -48,7 +48,8 @@ pub const CAPABILITIES: [&str; 5] = [
 /// The size limit of a bundle's manifests, gzip-compressed and base64-encoded.
 const MAX_BUNDLE_SIZE: u64 = 1 << 20;
 
-pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
+/// Runs the default validators (CSV, CRD, bundle) and the selected optional ones.
+pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
     let csv = &bundle.csv;
     let name = text(csv, "/metadata/name").to_string();
     let csv_file = bundle.csv_file.display().to_string();
@@ -77,24 +78,39 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
         .cloned()
         .unwrap_or_default();
     if modes.is_empty() {
-        add(Finding::error(name.clone(), "install modes not found").in_file(&csv_file));
+        add(Finding::error("", format!("({name}) install modes not found")).in_file(&csv_file));
     } else if !modes.iter().any(|m| m["supported"] == true) {
-        add(
-            Finding::error(name.clone(), "none of InstallModeTypes are supported")
-                .in_file(&csv_file),
-        );
-    }
-    if let Some(examples) = csv
-        .pointer("/metadata/annotations/alm-examples")
-        .and_then(Value::as_str)
-        && !examples.trim().is_empty()
-        && serde_json::from_str::<Value>(examples).is_err()
-    {
         add(Finding::error(
-            name.clone(),
-            "invalid alm-examples: the value is not valid JSON",
+            "",
+            format!("({name}) none of InstallModeTypes are supported"),
         )
         .in_file(&csv_file));
+    }
+    for finding in super::csv_metadata::findings(csv, &name) {
+        add(finding.in_file(&csv_file));
+    }
+    for finding in super::examples::findings(csv, &name) {
+        add(finding.in_file(&csv_file));
+    }
+    // Conversion webhooks need the operator to watch every namespace.
+    let has_conversion = csv["spec"]["webhookdefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|w| {
+            w["conversionCRDs"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        });
+    let only_all_namespaces = modes.iter().all(|m| {
+        let all = m["type"] == "AllNamespaces";
+        let supported = m["supported"] == true;
+        all == supported
+    });
+    if has_conversion && !only_all_namespaces {
+        add(Finding::error("", format!(
+            "({name}) only AllNamespaces InstallModeType is supported when conversionCRDs is present"
+        )).in_file(&csv_file));
     }
     // The CSV type parses spec.version tolerantly (`v1.2` is 1.2.0); opm, when the bundle
     // goes into a catalog, parses it strictly. An error for the first, a warning for the second.
@@ -121,7 +137,11 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
         }
     }
     let min_kube = text(csv, "/spec/minKubeVersion").trim().to_string();
-    if !min_kube.is_empty() && crate::version_range::parse_version(&min_kube).is_err() {
+    if min_kube.is_empty() {
+        add(Finding::warning("", format!(
+            "({name}) csv.Spec.minKubeVersion is not informed. It is recommended you provide this information. Otherwise, it would mean that your operator project can be distributed and installed in any cluster version available, which is not necessarily the case for all projects."
+        )).in_file(&csv_file));
+    } else if crate::version_range::parse_version(&min_kube).is_err() {
         add(Finding::error(
             "",
             format!("({name}) csv.Spec.MinKubeVersion has an invalid value: {min_kube}"),
@@ -129,56 +149,89 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
         .in_file(&csv_file));
     }
 
-    // Owned CRDs and the CRDs in the bundle must be the same set.
-    let owned: BTreeSet<(String, String, String)> = csv
+    // Owned CRDs and the CRDs in the bundle must be the same set. Keys are (group, version,
+    // kind): the owned entry's group is its name after the first dot, a CRD's is spec.group.
+    type Key = (String, String, String);
+    let owned: Vec<Key> = csv
         .pointer("/spec/customresourcedefinitions/owned")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .map(|o| {
+            let crd_name = text(o, "/name");
+            let group = crd_name.split_once('.').map_or(crd_name, |(_, g)| g);
             (
-                text(o, "/name").to_string(),
+                group.to_string(),
                 text(o, "/version").to_string(),
                 text(o, "/kind").to_string(),
             )
         })
         .collect();
-    let mut present: BTreeSet<(String, String, String)> = BTreeSet::new();
-    for (_, crd) in &bundle.crds {
-        let crd_name = text(crd, "/metadata/name").to_string();
-        let kind = text(crd, "/spec/names/kind").to_string();
-        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
-            present.insert((
-                crd_name.clone(),
-                text(version, "/name").to_string(),
-                kind.clone(),
+    // v1 CRDs first, then v1beta1 ones, as upstream lists them; a v1beta1 CRD's single
+    // `spec.version` counts only when it has no `spec.versions`.
+    let mut keys: Vec<Key> = Vec::new();
+    for v1 in [true, false] {
+        for (_, crd) in &bundle.crds {
+            if (text(crd, "/apiVersion") == "apiextensions.k8s.io/v1") != v1 {
+                continue;
+            }
+            let group = text(crd, "/spec/group").to_string();
+            let kind = text(crd, "/spec/names/kind").to_string();
+            let versions: Vec<&str> = crd["spec"]["versions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| text(v, "/name"))
+                .collect();
+            if versions.is_empty() && !v1 {
+                let single = text(crd, "/spec/version").to_string();
+                keys.push((group.clone(), single, kind.clone()));
+            }
+            for version in versions {
+                keys.push((group.clone(), version.to_string(), kind.clone()));
+            }
+        }
+    }
+    let show = |(group, version, kind): &Key| format!("{group}/{version}, Kind={kind}");
+    let mut present: BTreeSet<Key> = BTreeSet::new();
+    for key in keys {
+        if present.contains(&key) {
+            add(Finding::error(
+                show(&key),
+                format!("duplicate CRD {:?} in bundle {name:?}", show(&key)),
             ));
         }
-        let single = text(crd, "/spec/version");
-        if !single.is_empty() {
-            present.insert((crd_name.clone(), single.to_string(), kind.clone()));
+        present.insert(key);
+    }
+    let mut owned_kinds = BTreeSet::new();
+    for key in &owned {
+        if present.remove(key) {
+            owned_kinds.insert((key.0.clone(), key.2.clone()));
+        } else {
+            add(Finding::error(
+                show(key),
+                format!("owned CRD {:?} not found in bundle {name:?}", show(key)),
+            ));
         }
     }
-    let key = |(crd_name, version, kind): &(String, String, String)| {
-        let group = crd_name.split_once('.').map(|(_, g)| g).unwrap_or_default();
-        format!("{group}/{version}, Kind={kind}")
-    };
-    for missing in owned.difference(&present) {
-        add(Finding::error(
-            key(missing),
-            format!("owned CRD {:?} not found in bundle {name:?}", key(missing)),
-        ));
-    }
     // Versions of an owned CRD that the CSV does not list are fine; CRDs it does not own are not.
-    let owned_names: BTreeSet<&String> = owned.iter().map(|(n, _, _)| n).collect();
-    for extra in present.iter().filter(|(n, _, _)| !owned_names.contains(n)) {
+    for extra in present
+        .iter()
+        .filter(|(group, _, kind)| !owned_kinds.contains(&(group.clone(), kind.clone())))
+    {
         add(Finding::error(
-            key(extra),
+            show(extra),
             format!(
                 "CRD {:?} is present in bundle {name:?} but not defined in CSV",
-                key(extra)
+                show(extra)
             ),
         ));
+    }
+
+    for (file, crd) in &bundle.crds {
+        for finding in super::crd::findings(crd) {
+            add(finding.in_file(file.display().to_string()));
+        }
     }
 
     // Kinds a registry+v1 bundle cannot carry.
@@ -252,12 +305,30 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
         ));
     }
 
-    if suite == Suite::OperatorFramework {
-        for finding in operatorhub_findings(csv, &name) {
+    if optional.operatorhub {
+        for finding in super::operatorhub::findings(csv, &name) {
             add(finding.in_file(&csv_file));
         }
+    }
+    // Upstream runs the removed-API checks in operatorhubv2 and again in
+    // alpha-deprecated-apis, printing each message twice; once is enough.
+    if optional.operatorhub || optional.deprecated_apis {
+        for finding in super::deprecated_apis::findings(bundle, optional.k8s_version.as_deref()) {
+            add(finding.in_file(&csv_file));
+        }
+    }
+    if optional.good_practices {
+        for finding in super::good_practices::findings(bundle) {
+            add(finding.in_file(&csv_file));
+        }
+    }
+    {
         let annotations = &csv["metadata"]["annotations"];
-        if let Some(categories) = annotations.get("categories").and_then(Value::as_str) {
+        if let Some(categories) = annotations
+            .get("categories")
+            .and_then(Value::as_str)
+            .filter(|_| optional.categories)
+        {
             for category in categories.split(',') {
                 if !CATEGORIES.contains(&category.trim()) {
                     add(Finding::error("", format!(
@@ -267,6 +338,7 @@ pub fn run(bundle: &LoadedBundle, suite: Suite, report: &mut Report) {
             }
         }
         if let Some(capability) = annotations.get("capabilities").and_then(Value::as_str)
+            && optional.capabilities
             && !CAPABILITIES.contains(&capability)
         {
             add(Finding::error("", format!(
@@ -295,148 +367,4 @@ fn decimal_units(bytes: u64) -> String {
         bytes as f64 / div,
         ['k', 'M', 'G', 'T', 'P', 'E'][exp]
     )
-}
-
-/// The OperatorHub checks of the CSV (operator-framework/api's operatorhubv2 validator).
-fn operatorhub_findings(csv: &Value, name: &str) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut error = |detail: String| out.push(Finding::error("", format!("({name}) {detail}")));
-    let spec = &csv["spec"];
-    if text(spec, "/provider/name").trim().is_empty() {
-        error("csv.Spec.Provider.Name not specified".into());
-    }
-    for maintainer in spec["maintainers"].as_array().into_iter().flatten() {
-        let (maintainer_name, email) = (text(maintainer, "/name"), text(maintainer, "/email"));
-        if maintainer_name.is_empty() || email.is_empty() {
-            error("csv.Spec.Maintainers elements should contain both name and email".into());
-        }
-        if !email.is_empty() && !email_is_valid(email) {
-            error(format!(
-                "csv.Spec.Maintainers email {email} is invalid: mail: missing '@' or angle-addr"
-            ));
-        }
-    }
-    for link in spec["links"].as_array().into_iter().flatten() {
-        let (link_name, url) = (text(link, "/name"), text(link, "/url"));
-        if link_name.is_empty() || url.is_empty() {
-            error("csv.Spec.Links elements should contain both name and url".into());
-        }
-        if !(url.is_empty() || url.contains("://") || url.starts_with('/')) {
-            error(format!(
-                "csv.Spec.Links url {url} is invalid: parse {url:?}: invalid URI for request"
-            ));
-        }
-    }
-    let version = text(spec, "/version");
-    // Unset reads as 0.0.0; a value that does not parse is reported by the version check.
-    let unset = match crate::version_range::parse_version_tolerant(version) {
-        Ok(parsed) => parsed == semver::Version::new(0, 0, 0),
-        Err(_) => version.is_empty(),
-    };
-    if unset {
-        error("csv.Spec.Version must be set".into());
-    }
-    match spec.get("icon").and_then(Value::as_array) {
-        Some(icons) => {
-            if icons.len() != 1 {
-                error("csv.Spec.Icon should only have one element".into());
-            }
-            if let Some(icon) = icons.first() {
-                let (data, media_type) = (text(icon, "/base64data"), text(icon, "/mediatype"));
-                if data.is_empty() || media_type.is_empty() {
-                    error("csv.Spec.Icon elements should contain both data and mediatype".into());
-                }
-                if !media_type.is_empty()
-                    && !["image/gif", "image/jpeg", "image/png", "image/svg+xml"]
-                        .contains(&media_type)
-                {
-                    error(format!(
-                        "csv.Spec.Icon {media_type} does not have a valid mediatype"
-                    ));
-                }
-            }
-        }
-        None => out.push(Finding::warning(
-            "",
-            format!("({name}) csv.Spec.Icon not specified"),
-        )),
-    }
-    if text(spec, "/minKubeVersion").trim().is_empty() {
-        out.push(Finding::warning("", format!(
-            "({name}) csv.Spec.minKubeVersion is not informed. It is recommended you provide this information. Otherwise, it would mean that your operator project can be distributed and installed in any cluster version available, which is not necessarily the case for all projects."
-        )));
-    }
-    out
-}
-
-/// An RFC 5322 address as Go's `mail.ParseAddress` accepts it, in the common forms:
-/// `local@domain` or `Display Name <local@domain>`.
-fn email_is_valid(text: &str) -> bool {
-    let address = match (text.find('<'), text.rfind('>')) {
-        (Some(open), Some(close)) if open < close => &text[open + 1..close],
-        _ => text.trim(),
-    };
-    match address.rsplit_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty() && !domain.is_empty() && !address.contains(char::is_whitespace)
-        }
-        None => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn messages(csv: Value) -> Vec<String> {
-        operatorhub_findings(&csv, "x.v1.0.0")
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
-    #[test]
-    fn operatorhub_checks_name_each_problem() {
-        let found = messages(json!({"spec": {
-            "version": "1.0.0",
-            "minKubeVersion": "1.25.0",
-            "maintainers": [{"name": "a"}, {"name": "b", "email": "not-an-address"}],
-            "links": [{"name": "docs", "url": "example.com"}],
-            "icon": [{"base64data": "AA==", "mediatype": "image/bmp"}]
-        }}));
-        let expect = [
-            "Error: Value : (x.v1.0.0) csv.Spec.Provider.Name not specified",
-            "Error: Value : (x.v1.0.0) csv.Spec.Maintainers elements should contain both name and email",
-            "csv.Spec.Maintainers email not-an-address is invalid",
-            "csv.Spec.Links url example.com is invalid",
-            "Error: Value : (x.v1.0.0) csv.Spec.Icon image/bmp does not have a valid mediatype",
-        ];
-        for e in expect {
-            assert!(
-                found.iter().any(|f| f.contains(e)),
-                "{e:?} not in {found:#?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_complete_csv_has_no_operatorhub_errors() {
-        let found = messages(json!({"spec": {
-            "version": "1.0.0",
-            "minKubeVersion": "1.25.0",
-            "provider": {"name": "Example"},
-            "maintainers": [{"name": "a", "email": "Team A <a@example.com>"}],
-            "links": [{"name": "docs", "url": "https://example.com/docs"}],
-            "icon": [{"base64data": "AA==", "mediatype": "image/png"}]
-        }}));
-        assert!(found.is_empty(), "{found:#?}");
-        let unset = messages(
-            json!({"spec": {"provider": {"name": "p"}, "minKubeVersion": "1.25.0", "icon": [{"base64data": "A", "mediatype": "image/png"}]}}),
-        );
-        assert_eq!(
-            unset,
-            vec!["Error: Value : (x.v1.0.0) csv.Spec.Version must be set".to_string()]
-        );
-    }
 }

@@ -2,6 +2,7 @@
 //! hidden files in `manifests/`, exactly one CSV, CRDs of a supported version, and YAML errors
 //! reported with file, line and column.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -24,6 +25,9 @@ pub struct LoadedBundle {
     pub others: Vec<(PathBuf, Value)>,
     /// Bytes of every file in `manifests/`, for the size rule.
     pub files: Vec<(PathBuf, Vec<u8>)>,
+    /// Bundle annotations as operator-sdk's loader finds them (see `manifests_annotations`):
+    /// the good-practices validator checks the channels named there.
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// Loads `dir` (a bundle root with `manifests/`, or a `manifests/` folder itself).
@@ -133,6 +137,7 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
     if !errors.is_empty() {
         return Err(errors);
     }
+    let annotations = manifests_annotations(&files);
     Ok(LoadedBundle {
         dir: dir.to_path_buf(),
         csv,
@@ -140,5 +145,35 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
         crds,
         others,
         files,
+        annotations,
     })
+}
+
+/// The `annotations` map that operator-sdk's loader gives the validators. It hands the loader
+/// the `manifests/` folder, where a file whose name starts with `annotations` is read as an
+/// annotations file (the last one in name order wins); `metadata/annotations.yaml` is never
+/// seen. No such file gives an empty map.
+fn manifests_annotations(files: &[(PathBuf, Vec<u8>)]) -> BTreeMap<String, String> {
+    let Some((path, bytes)) = files.iter().rev().find(|(path, _)| {
+        path.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("annotations"))
+    }) else {
+        return BTreeMap::new();
+    };
+    let Ok(documents) = read_stream(path, &String::from_utf8_lossy(bytes)) else {
+        return BTreeMap::new();
+    };
+    documents
+        .into_iter()
+        .next()
+        .and_then(|d| {
+            d.value
+                .get("annotations")
+                .and_then(Value::as_object)
+                .cloned()
+        })
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
+        .collect()
 }

@@ -1,16 +1,25 @@
 //! Validating registry+v1 bundles with the checks of operator-framework/api that
 //! `operator-sdk bundle validate` runs, and upstream's message texts (people grep for them).
 //!
-//! This first version has the loader's structural checks, the checks that decide a bundle's
-//! verdict in practice (bundle/CSV consistency, service-account clashes, size, categories,
-//! capabilities) and the CSV's required fields; issue #4 lists what is still to come.
+//! The loader's structural checks, the default validators (CSV, bundle) and the optional
+//! ones of `suite=operatorframework` (operatorhubv2, capabilities, categories,
+//! alpha-deprecated-apis, good-practices). docs/conformance.md lists what differs from
+//! operator-sdk and what is not implemented (most of Kubernetes' CRD validation, multiarch).
 
 mod bundle_checks;
+mod crd;
+mod csv_metadata;
+mod deprecated_apis;
+mod examples;
 mod finding;
+mod good_practices;
 mod load;
+mod operatorhub;
+mod optional;
 
 pub use finding::{Finding, Level, Report};
 pub use load::{LoadedBundle, load_bundle};
+pub use optional::Optional;
 
 /// Optional validators selectable like operator-sdk's `--select-optional`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,13 +30,25 @@ pub enum Suite {
     OperatorFramework,
 }
 
+impl From<Suite> for Optional {
+    fn from(suite: Suite) -> Self {
+        match suite {
+            Suite::Default => Optional::default(),
+            Suite::OperatorFramework => Optional::operatorframework(),
+        }
+    }
+}
+
 /// Validates the bundle folder `dir`.
 pub fn validate_bundle(dir: &std::path::Path, suite: Suite) -> Report {
+    validate_bundle_with(dir, &suite.into())
+}
+
+/// Validates the bundle folder `dir` with the optional validators `optional`.
+pub fn validate_bundle_with(dir: &std::path::Path, optional: &Optional) -> Report {
     let mut report = Report::default();
     match load_bundle(dir) {
-        Ok(bundle) => {
-            bundle_checks::run(&bundle, suite, &mut report);
-        }
+        Ok(bundle) => bundle_checks::run(&bundle, optional, &mut report),
         Err(findings) => report.findings.extend(findings),
     }
     report
@@ -37,6 +58,6 @@ pub fn validate_bundle(dir: &std::path::Path, suite: Suite) -> Report {
 /// for other purposes, such as `audit`, parse it once).
 pub fn validate_loaded(bundle: &LoadedBundle, suite: Suite) -> Report {
     let mut report = Report::default();
-    bundle_checks::run(bundle, suite, &mut report);
+    bundle_checks::run(bundle, &suite.into(), &mut report);
     report
 }
