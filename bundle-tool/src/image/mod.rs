@@ -4,7 +4,9 @@
 
 mod build;
 mod layout;
+mod push;
 mod registry;
+mod session;
 mod unpack;
 
 pub use build::{
