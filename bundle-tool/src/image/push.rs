@@ -182,3 +182,34 @@ fn expect(answer: &Answer, wanted: &[StatusCode], what: &str) -> Result<(), Exch
         Err(status_error(answer.status, what))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::upload_target;
+
+    const DIGEST: &str = "sha256:00ff";
+
+    #[test]
+    fn an_upload_location_path_gets_the_digest_as_a_query() {
+        assert_eq!(
+            upload_target("/v2/a/b/blobs/uploads/u1", "h:5000", DIGEST).unwrap(),
+            "/v2/a/b/blobs/uploads/u1?digest=sha256%3A00ff"
+        );
+        assert_eq!(
+            upload_target("/v2/a/blobs/uploads/u1?_state=xyz", "h:5000", DIGEST).unwrap(),
+            "/v2/a/blobs/uploads/u1?_state=xyz&digest=sha256%3A00ff"
+        );
+    }
+
+    #[test]
+    fn an_absolute_location_must_name_this_registry() {
+        assert_eq!(
+            upload_target("http://h:5000/v2/a/blobs/uploads/u1?s=1", "h:5000", DIGEST).unwrap(),
+            "/v2/a/blobs/uploads/u1?s=1&digest=sha256%3A00ff"
+        );
+        let refused =
+            upload_target("http://elsewhere/v2/a/blobs/uploads/u1", "h:5000", DIGEST).unwrap_err();
+        assert!(!refused.transient);
+        assert!(refused.message.contains("elsewhere"), "{}", refused.message);
+    }
+}
