@@ -170,14 +170,14 @@ impl Session {
             Ok::<_, ExchangeError>(request)
         };
         let reused = self.idle.lock().map(|mut idle| idle.pop()).ok().flatten();
-        if let Some(mut sender) = reused {
-            if sender.ready().await.is_ok() {
-                match self.send(sender, build()?).await {
-                    Ok(answer) => return Ok(answer),
-                    Err(error) if !error.transient => return Err(error),
-                    // Closed under us: fall through to a new connection.
-                    Err(_) => {}
-                }
+        if let Some(mut sender) = reused
+            && sender.ready().await.is_ok()
+        {
+            match self.send(sender, build()?).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) if !error.transient => return Err(error),
+                // Closed under us: fall through to a new connection.
+                Err(_) => {}
             }
         }
         let sender = self.connect().await?;
@@ -229,10 +229,11 @@ impl Session {
             .headers
             .get(http::header::CONNECTION)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
-        if !closing && !sender.is_closed() {
-            if let Ok(mut idle) = self.idle.lock() {
-                idle.push(sender);
-            }
+        if !closing
+            && !sender.is_closed()
+            && let Ok(mut idle) = self.idle.lock()
+        {
+            idle.push(sender);
         }
         Ok(Answer {
             status: parts.status,
