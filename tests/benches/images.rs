@@ -2,6 +2,8 @@
 //! `skopeo copy` of the same images from OCI layouts (built beforehand, not timed) to a second
 //! registry, in the same run (not a timed test): one process per bundle for each tool, and
 //! `bundle-tool push-all` publishing all of them from one process.
+//! Each phase also reports the CPU time (user + system) of the processes it ran, which a
+//! machine shared with other builds disturbs far less than wall time.
 //! `cargo build --release -p bundle-tool && cargo bench -p e2e --bench images`.
 
 use std::path::PathBuf;
@@ -21,6 +23,19 @@ fn quiet(command: &mut Command) {
         "{command:?} failed: {}",
         String::from_utf8_lossy(&status.stderr)
     );
+}
+
+/// CPU seconds (user + system) used so far by finished child processes. The registries are
+/// children too but still running, so they are not counted.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage only writes the struct we pass.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 #[tokio::main]
@@ -48,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
         );
     }
 
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), children_cpu());
     for (name, dir) in &bundles {
         quiet(
             Command::new(&ours)
@@ -58,9 +73,9 @@ async fn main() -> anyhow::Result<()> {
                 .arg("--plain-http"),
         );
     }
-    let mine = started.elapsed();
+    let (mine, mine_cpu) = (started.elapsed(), children_cpu() - cpu);
 
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), children_cpu());
     quiet(
         Command::new(&ours)
             .arg("push-all")
@@ -68,9 +83,9 @@ async fn main() -> anyhow::Result<()> {
             .arg(format!("{}/bench", for_push_all.host()))
             .arg("--plain-http"),
     );
-    let all_at_once = started.elapsed();
+    let (all_at_once, all_cpu) = (started.elapsed(), children_cpu() - cpu);
 
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), children_cpu());
     for (i, (name, _)) in bundles.iter().enumerate() {
         quiet(
             Command::new("skopeo")
@@ -82,7 +97,7 @@ async fn main() -> anyhow::Result<()> {
                 .arg(format!("docker://{}/bench/{name}", for_skopeo.host())),
         );
     }
-    let theirs = started.elapsed();
+    let (theirs, theirs_cpu) = (started.elapsed(), children_cpu() - cpu);
 
     println!("bundles                          {}", bundles.len());
     println!(
@@ -107,6 +122,12 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "speedup, push-all                {:.1}x",
         theirs.as_secs_f64() / all_at_once.as_secs_f64()
+    );
+    println!(
+        "CPU s (user+sys): push {mine_cpu:.2}, skopeo {theirs_cpu:.2}, push-all {all_cpu:.2}; \
+         speedup in CPU: per process {:.1}x, push-all {:.1}x",
+        theirs_cpu / mine_cpu,
+        theirs_cpu / all_cpu
     );
     Ok(())
 }

@@ -513,3 +513,78 @@ async fn push_all_publishes_every_bundle_of_a_folder() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The registry's port, for a proxy in front of it.
+fn registry_port(registry: &OciRegistry) -> u16 {
+    registry
+        .host()
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("host:port")
+}
+
+#[tokio::test]
+async fn a_plain_http_push_takes_at_most_nine_http_exchanges() -> anyhow::Result<()> {
+    // Counted by a proxy that injects no faults: one `/v2/` ping, HEAD + POST + PUT per blob
+    // (config and layer), PUT manifest, HEAD manifest to verify the digest.
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let proxy = e2e::FaultyProxy::start(registry_port(&registry), 0)?;
+    let push = |tag: &str| {
+        ok(run(
+            Command::new(e2e::bundle_tool_binary())
+                .arg("push")
+                .arg(e2e::corpus::redis_bundle())
+                .arg(format!("127.0.0.1:{}/example/counted:{tag}", proxy.port()))
+                .arg("--plain-http"),
+            None,
+        ))
+    };
+    let first = push("v0.1.0");
+    let fresh = proxy.requests();
+    assert!(fresh <= 9, "a fresh push took {fresh} HTTP exchanges");
+    // Again under another tag: both blobs are there, so only ping, 2 HEADs, PUT and HEAD.
+    let second = push("again");
+    let again = proxy.requests() - fresh;
+    assert!(again <= 5, "a push of present blobs took {again} exchanges");
+    assert_eq!(
+        first.trim().rsplit_once('@').map(|(_, d)| d),
+        second.trim().rsplit_once('@').map(|(_, d)| d)
+    );
+    eprintln!("fresh push: {fresh} exchanges; blobs already there: {again}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn push_all_pings_the_registry_once_for_all_bundles() -> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let proxy = e2e::FaultyProxy::start(registry_port(&registry), 0)?;
+    let folder = tempfile::tempdir()?;
+    // Three repositories: the same blobs pushed concurrently into one repository can race
+    // in the registry (an answered 5xx, then a retry), which would blur the count.
+    for package in ["first", "second", "third"] {
+        e2e::copy_dir(
+            &e2e::corpus::redis_bundle(),
+            &folder.path().join(package).join("0.1.0"),
+        )?;
+    }
+    let out = ok(run(
+        Command::new(e2e::bundle_tool_binary())
+            .arg("push-all")
+            .arg(folder.path())
+            .args([
+                &format!("127.0.0.1:{}/bundles", proxy.port()),
+                "--plain-http",
+            ]),
+        None,
+    ));
+    assert_eq!(out.lines().count(), 3, "{out}");
+    // One ping for the session, then per image 2 HEADs, POST + PUT per blob, a manifest PUT
+    // and HEAD: 1 + 3 × 8 (a ping per image, as oci-client did, would make it 27 or more).
+    let exchanges = proxy.requests();
+    assert!(
+        exchanges <= 25,
+        "push-all of 3 bundles took {exchanges} exchanges"
+    );
+    eprintln!("push-all of 3 bundles: {exchanges} exchanges");
+    Ok(())
+}

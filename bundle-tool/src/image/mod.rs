@@ -4,13 +4,17 @@
 
 mod build;
 mod layout;
+mod push;
+mod reference;
 mod registry;
+mod session;
 mod unpack;
 
 pub use build::{
     BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image, build_catalog_image,
 };
 pub use layout::{read_layout, write_layout};
+pub use reference::parse_reference;
 pub use registry::{Credentials, RegistryClient};
 pub use unpack::unpack_layer;
 

@@ -1,6 +1,11 @@
-//! Pushing and pulling images with oci-client: blobs that the registry already has are not
-//! sent again, transient failures (5xx, dropped connections) are retried with backoff, and a
-//! push is reported only after the registry's manifest digest matches ours.
+//! Pushing and pulling images: blobs that the registry already has are not sent again,
+//! transient failures (5xx, dropped connections) are retried with backoff, and a push is
+//! reported only after the registry's manifest digest matches ours.
+//!
+//! Plain-HTTP pushes to anonymous or basic-auth registries go through our own
+//! [`Session`](super::session::Session) (see there why); pulls, HTTPS and bearer-token
+//! registries use oci-client, built only when first needed so that a plain-HTTP push never
+//! loads the system's CA certificates.
 
 use std::time::Duration;
 
@@ -9,6 +14,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde_json::Value;
 
+use super::session::{Access, Session};
 use super::{BuiltImage, MANIFEST_MEDIA_TYPE, digest};
 
 /// Registry credentials. `Debug` never shows the password.
@@ -112,7 +118,11 @@ impl Credentials {
 
 /// A client for one registry protocol (HTTPS, or plain HTTP for local registries).
 pub struct RegistryClient {
-    client: Client,
+    plain_http: bool,
+    /// Built on first use: building it loads the system's CA certificates.
+    client: std::sync::OnceLock<Client>,
+    /// Plain-HTTP sessions by registry host, shared by every push of this client.
+    sessions: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Session>>>,
     credentials: Credentials,
     /// Attempts per operation before giving up.
     pub attempts: u32,
@@ -131,22 +141,42 @@ fn transient(error: &oci_client::errors::OciDistributionError) -> bool {
 impl RegistryClient {
     /// A client; `plain_http` for registries without TLS (e.g. on localhost).
     pub fn new(plain_http: bool, credentials: Credentials) -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = ClientConfig {
-            protocol: if plain_http {
-                ClientProtocol::Http
-            } else {
-                ClientProtocol::Https
-            },
-            // Bundle blobs are small: one PUT each instead of a chunked PATCH sequence.
-            use_monolithic_push: true,
-            ..Default::default()
-        };
         RegistryClient {
-            client: Client::new(config),
+            plain_http,
+            client: std::sync::OnceLock::new(),
+            sessions: Default::default(),
             credentials,
             attempts: 6,
         }
+    }
+
+    fn client(&self) -> &Client {
+        self.client.get_or_init(|| {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let config = ClientConfig {
+                protocol: if self.plain_http {
+                    ClientProtocol::Http
+                } else {
+                    ClientProtocol::Https
+                },
+                // Bundle blobs are small: one PUT each instead of a chunked PATCH sequence.
+                use_monolithic_push: true,
+                ..Default::default()
+            };
+            Client::new(config)
+        })
+    }
+
+    /// The plain-HTTP session for `host`, made on first use.
+    fn session(&self, host: &str) -> std::sync::Arc<Session> {
+        let mut sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sessions
+            .entry(host.to_string())
+            .or_insert_with(|| std::sync::Arc::new(Session::new(host, &self.credentials)))
+            .clone()
     }
 
     async fn retry<T, F, Fut>(&self, what: &str, mut operation: F) -> anyhow::Result<T>
@@ -173,12 +203,40 @@ impl RegistryClient {
     /// Pushes `image` to `reference`; returns the digest the registry reports, which must be
     /// ours.
     pub async fn push(&self, reference: &Reference, image: &BuiltImage) -> anyhow::Result<String> {
+        if self.plain_http {
+            let session = self.session(reference.resolve_registry());
+            let access =
+                super::push::retry(self.attempts, "authenticating", || session.access()).await?;
+            if access == Access::Granted {
+                let tag = reference
+                    .digest()
+                    .or(reference.tag())
+                    .unwrap_or("latest")
+                    .to_string();
+                return super::push::push(
+                    &session,
+                    self.attempts,
+                    reference.repository(),
+                    &tag,
+                    image,
+                )
+                .await;
+            }
+        }
+        self.push_with_oci_client(reference, image).await
+    }
+
+    async fn push_with_oci_client(
+        &self,
+        reference: &Reference,
+        image: &BuiltImage,
+    ) -> anyhow::Result<String> {
         let auth = self.credentials.auth();
-        self.client
+        self.client()
             .store_auth_if_needed(reference.resolve_registry(), &auth)
             .await;
         self.retry("authenticating", || {
-            self.client
+            self.client()
                 .auth(reference, &auth, oci_client::RegistryOperation::Push)
         })
         .await?;
@@ -198,13 +256,14 @@ impl RegistryClient {
         for (blob_digest, bytes) in image.blobs() {
             let exists = self
                 .retry("checking a blob", || {
-                    self.client.blob_exists(reference, &blob_digest)
+                    self.client().blob_exists(reference, &blob_digest)
                 })
                 .await?;
             if !exists {
                 let data = bytes::Bytes::copy_from_slice(bytes);
                 self.retry("pushing a blob", || {
-                    self.client.push_blob(reference, data.clone(), &blob_digest)
+                    self.client()
+                        .push_blob(reference, data.clone(), &blob_digest)
                 })
                 .await?;
             }
@@ -214,13 +273,13 @@ impl RegistryClient {
         let manifest = bytes::Bytes::from(image.manifest.clone());
         let content_type = http::HeaderValue::from_str(&image.media_type())?;
         self.retry("pushing the manifest", || {
-            self.client
+            self.client()
                 .push_manifest_raw(reference, manifest.clone(), content_type.clone())
         })
         .await?;
         let reported = self
             .retry("verifying the pushed digest", || {
-                self.client.fetch_manifest_digest(reference, &auth)
+                self.client().fetch_manifest_digest(reference, &auth)
             })
             .await?;
         let expected = image.digest();
@@ -236,7 +295,7 @@ impl RegistryClient {
         let auth = self.credentials.auth();
         let (manifest, reported) = self
             .retry("pulling the manifest", || {
-                self.client.pull_manifest_raw(
+                self.client().pull_manifest_raw(
                     reference,
                     &auth,
                     &[
@@ -263,7 +322,7 @@ impl RegistryClient {
                     let d = d.clone();
                     async move {
                         let mut out = Vec::new();
-                        self.client
+                        self.client()
                             .pull_blob(reference, d.as_str(), &mut out)
                             .await
                             .map(|_| out)
