@@ -11,7 +11,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use e2e::assets::Assets;
-use serde_json::json;
 
 /// Runs a command, returning its wall time and the peak RSS (KiB) of the child.
 fn measure(program: &Path, args: &[&str], dir: &Path) -> (Duration, u64) {
@@ -48,59 +47,6 @@ fn median(program: &Path, args: &[&str], dir: &Path, runs: usize) -> (Duration, 
     }
     times.sort();
     (times[times.len() / 2], peak)
-}
-
-fn merged_corpus(into: &Path) -> u64 {
-    let mut bytes = 0;
-    for catalog in e2e::corpus::catalogs() {
-        let source = catalog.join("catalog.yaml");
-        let target = into.join(format!(
-            "{}.yaml",
-            catalog.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        bytes += std::fs::copy(&source, &target).expect("copy");
-    }
-    bytes
-}
-
-fn generated(into: &Path, packages: usize, bundles_per_package: usize) -> u64 {
-    let mut bytes = 0;
-    for p in 0..packages {
-        let package = format!("generated-{p:03}");
-        let mut docs =
-            vec![json!({"schema": "olm.package", "name": package, "defaultChannel": "stable"})];
-        let mut entries = Vec::new();
-        for b in 0..bundles_per_package {
-            let name = format!("{package}.v1.{b}.0");
-            let mut entry = json!({"name": name});
-            if b > 0 {
-                entry["replaces"] = json!(format!("{package}.v1.{}.0", b - 1));
-                entry["skipRange"] = json!(format!(">=1.0.0 <1.{b}.0"));
-            }
-            entries.push(entry);
-            docs.push(json!({
-                "schema": "olm.bundle", "name": name, "package": package,
-                "image": format!("quay.io/example/{package}-bundle:v1.{b}.0"),
-                "properties": [
-                    {"type": "olm.package", "value": {"packageName": package, "version": format!("1.{b}.0")}},
-                    {"type": "olm.gvk", "value": {"group": "example.com", "kind": "Thing", "version": "v1"}},
-                    {"type": "olm.gvk", "value": {"group": "example.com", "kind": "Other", "version": "v1alpha1"}},
-                    {"type": "olm.csv.metadata", "value": {"displayName": "Generated", "description": "x".repeat(400), "keywords": ["a", "b"]}}
-                ],
-                "relatedImages": [{"name": "operator", "image": format!("quay.io/example/{package}:v1.{b}.0")}]
-            }));
-        }
-        docs.push(json!({"schema": "olm.channel", "name": "stable", "package": package, "entries": entries}));
-        let text: String = docs
-            .iter()
-            .map(|d| serde_json::to_string(d).unwrap() + "\n")
-            .collect();
-        bytes += text.len() as u64;
-        let folder = into.join(&package);
-        std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(folder.join("catalog.json"), text).unwrap();
-    }
-    bytes
 }
 
 /// The floor: read every file and parse it with serde_json (JSON) or serde-saphyr (YAML).
@@ -161,8 +107,8 @@ fn main() {
     let synthetic = work.path().join("generated");
     std::fs::create_dir_all(&corpus).unwrap();
     std::fs::create_dir_all(&synthetic).unwrap();
-    let corpus_bytes = merged_corpus(&corpus);
-    let synthetic_bytes = generated(&synthetic, 500, 40);
+    let corpus_bytes = e2e::corpus::merge_catalogs(&corpus);
+    let synthetic_bytes = e2e::corpus::generate_catalog(&synthetic, 500, 40);
 
     println!("bundle-tool: {}", ours.display());
     println!(

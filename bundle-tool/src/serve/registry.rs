@@ -77,6 +77,25 @@ fn unknown(message: String) -> Status {
     Status::unknown(message)
 }
 
+/// A package's channel, or opm's error for the missing package or channel.
+fn find_channel<'a>(
+    index: &'a CatalogIndex,
+    package: &str,
+    channel: &str,
+) -> Result<&'a super::index::ChannelEntry, Status> {
+    index
+        .packages
+        .get(package)
+        .ok_or_else(|| unknown(format!("package {package:?} not found")))?
+        .channels
+        .get(channel)
+        .ok_or_else(|| {
+            unknown(format!(
+                "package {package:?}, channel {channel:?} not found"
+            ))
+        })
+}
+
 fn entry(package: &str, channel: &str, bundle: &str, replaces: &str) -> api::ChannelEntry {
     api::ChannelEntry {
         package_name: package.to_string(),
@@ -196,15 +215,7 @@ impl Registry for RegistryService {
             channel_name,
             csv_name,
         } = request.get_ref();
-        let package = index
-            .packages
-            .get(pkg_name)
-            .ok_or_else(|| unknown(format!("package {pkg_name:?} not found")))?;
-        let channel = package.channels.get(channel_name).ok_or_else(|| {
-            unknown(format!(
-                "package {pkg_name:?}, channel {channel_name:?} not found"
-            ))
-        })?;
+        let channel = find_channel(&index, pkg_name, channel_name)?;
         if !channel.members.contains_key(csv_name) {
             return Err(unknown(format!(
                 "package {pkg_name:?}, channel {channel_name:?}, bundle {csv_name:?} not found"
@@ -225,15 +236,7 @@ impl Registry for RegistryService {
             pkg_name,
             channel_name,
         } = request.get_ref();
-        let package = index
-            .packages
-            .get(pkg_name)
-            .ok_or_else(|| unknown(format!("package {pkg_name:?} not found")))?;
-        let channel = package.channels.get(channel_name).ok_or_else(|| {
-            unknown(format!(
-                "package {pkg_name:?}, channel {channel_name:?} not found"
-            ))
-        })?;
+        let channel = find_channel(&index, pkg_name, channel_name)?;
         index
             .trimmed_bundle(pkg_name, channel_name, &channel.head)
             .map(Response::new)
