@@ -107,11 +107,15 @@ impl RegistryServer {
 
     /// A registry client.
     pub async fn client(&self) -> anyhow::Result<RegistryClient<Channel>> {
-        let channel = Channel::from_shared(format!("http://127.0.0.1:{}", self.port))?
+        Ok(RegistryClient::new(self.channel().await?).max_decoding_message_size(64 * 1024 * 1024))
+    }
+
+    /// A connected gRPC channel, for the other services (health, reflection) or raw calls.
+    pub async fn channel(&self) -> anyhow::Result<Channel> {
+        Channel::from_shared(format!("http://127.0.0.1:{}", self.port))?
             .connect()
             .await
-            .with_context(|| format!("connect to {:?} on {}", self.kind, self.port))?;
-        Ok(RegistryClient::new(channel).max_decoding_message_size(64 * 1024 * 1024))
+            .with_context(|| format!("connect to {:?} on {}", self.kind, self.port))
     }
 
     /// The process (for its pid, log and signals).

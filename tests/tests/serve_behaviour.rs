@@ -92,12 +92,7 @@ async fn health_answers_serving_for_registry_and_empty_and_reflection_lists_the_
     let server = RegistryServer::start(ServerKind::BundleTool, catalog.path(), &[], START)
         .await
         .unwrap();
-    let channel =
-        tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{}", server.port))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+    let channel = server.channel().await.unwrap();
     let mut health = HealthClient::new(channel.clone());
     for service in ["", "Registry"] {
         let status = health
@@ -417,12 +412,7 @@ async fn malformed_requests_get_grpc_errors_and_the_server_keeps_serving() {
     let server = RegistryServer::start(ServerKind::BundleTool, catalog.path(), &[], START)
         .await
         .unwrap();
-    let channel =
-        tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{}", server.port))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+    let channel = server.channel().await.unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     for (path, body) in [
         // Field 1 (name) declared as a string but truncated.
