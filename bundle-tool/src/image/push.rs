@@ -45,27 +45,57 @@ pub async fn push(
     image: &BuiltImage,
 ) -> anyhow::Result<String> {
     let (config_digest, layer_digest) = (super::digest(&image.config), super::digest(&image.layer));
-    // A bundle image has two blobs, config and layer: send them side by side.
-    tokio::try_join!(
-        push_blob(session, attempts, repository, &config_digest, &image.config),
-        push_blob(session, attempts, repository, &layer_digest, &image.layer),
-    )?;
     let manifest_path = format!("/v2/{repository}/manifests/{reference}");
     let media_type = HeaderValue::from_str(&image.media_type())?;
     let manifest = Bytes::from(image.manifest.clone());
-    retry(attempts, "pushing the manifest", || async {
-        let mut headers = HeaderMap::new();
-        headers.insert(http::header::CONTENT_TYPE, media_type.clone());
-        let answer = session
-            .exchange(Method::PUT, &manifest_path, headers, manifest.clone())
-            .await?;
-        expect(
-            &answer,
-            &[StatusCode::CREATED, StatusCode::OK],
-            "PUT manifest",
-        )
-    })
-    .await?;
+    // Two rounds at most: a registry that answers the manifest with 400 has not linked a blob
+    // into this repository (seen with concurrent pushes of the same blob to two repositories
+    // of Debian's docker-registry, where a HEAD said the blob was there). The second round
+    // uploads both blobs without asking first.
+    for round in 0..2 {
+        let force = round > 0;
+        // A bundle image has two blobs, config and layer: send them side by side.
+        tokio::try_join!(
+            push_blob(
+                session,
+                attempts,
+                repository,
+                &config_digest,
+                &image.config,
+                force
+            ),
+            push_blob(
+                session,
+                attempts,
+                repository,
+                &layer_digest,
+                &image.layer,
+                force
+            ),
+        )?;
+        let status = retry(attempts, "pushing the manifest", || async {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::CONTENT_TYPE, media_type.clone());
+            let answer = session
+                .exchange(Method::PUT, &manifest_path, headers, manifest.clone())
+                .await?;
+            match answer.status {
+                StatusCode::CREATED | StatusCode::OK | StatusCode::BAD_REQUEST => Ok(answer.status),
+                status => Err(status_error(status, "PUT manifest")),
+            }
+        })
+        .await?;
+        if status != StatusCode::BAD_REQUEST {
+            break;
+        }
+        if force {
+            anyhow::bail!(
+                "pushing the manifest: {}",
+                status_error(status, "PUT manifest")
+            );
+        }
+        tracing::debug!("the registry refused the manifest: pushing its blobs again");
+    }
     let reported = retry(attempts, "verifying the pushed digest", || async {
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ACCEPT, media_type.clone());
@@ -97,26 +127,28 @@ pub async fn push(
     Ok(reported)
 }
 
-/// Sends one blob unless the registry has it already.
+/// Sends one blob unless the registry has it already (`force`: without asking).
 async fn push_blob(
     session: &Session,
     attempts: u32,
     repository: &str,
     blob_digest: &str,
     bytes: &[u8],
+    force: bool,
 ) -> anyhow::Result<()> {
     let blob_path = format!("/v2/{repository}/blobs/{blob_digest}");
-    let present = retry(attempts, "checking a blob", || async {
-        let answer = session
-            .exchange(Method::HEAD, &blob_path, HeaderMap::new(), Bytes::new())
-            .await?;
-        match answer.status {
-            StatusCode::OK => Ok(true),
-            StatusCode::NOT_FOUND => Ok(false),
-            status => Err(status_error(status, "HEAD blob")),
-        }
-    })
-    .await?;
+    let present = !force
+        && retry(attempts, "checking a blob", || async {
+            let answer = session
+                .exchange(Method::HEAD, &blob_path, HeaderMap::new(), Bytes::new())
+                .await?;
+            match answer.status {
+                StatusCode::OK => Ok(true),
+                StatusCode::NOT_FOUND => Ok(false),
+                status => Err(status_error(status, "HEAD blob")),
+            }
+        })
+        .await?;
     if present {
         return Ok(());
     }
