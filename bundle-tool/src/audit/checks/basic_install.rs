@@ -146,13 +146,7 @@ pub fn status_descriptors(evidence: &CapabilityEvidence) -> Verdict {
         .owned
         .iter()
         .filter(|o| o["statusDescriptors"].as_array().is_none_or(Vec::is_empty))
-        .map(|o| {
-            format!(
-                "{} {}",
-                o["kind"].as_str().unwrap_or_default(),
-                o["version"].as_str().unwrap_or_default()
-            )
-        })
+        .map(owned_api_label)
         .collect();
     if without.is_empty() {
         Verdict::pass("every owned API has status descriptors")

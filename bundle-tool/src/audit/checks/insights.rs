@@ -80,13 +80,7 @@ pub fn condition_descriptors(evidence: &CapabilityEvidence) -> Verdict {
                         .contains(&"urn:alm:descriptor:io.kubernetes.conditions")
                 })
         })
-        .map(|o| {
-            format!(
-                "{} {}",
-                o["kind"].as_str().unwrap_or_default(),
-                o["version"].as_str().unwrap_or_default()
-            )
-        })
+        .map(owned_api_label)
         .collect();
     if found.is_empty() {
         Verdict::fail("no status descriptor marked io.kubernetes.conditions")

@@ -114,6 +114,15 @@ pub(super) fn schemas(crd: &Value) -> Vec<(String, Option<&Value>)> {
     }
 }
 
+/// An owned-API entry of the CSV as "Kind version", for evidence lists.
+pub(super) fn owned_api_label(owned: &Value) -> String {
+    format!(
+        "{} {}",
+        owned["kind"].as_str().unwrap_or_default(),
+        owned["version"].as_str().unwrap_or_default()
+    )
+}
+
 pub(super) fn crd_name(crd: &Value) -> &str {
     crd["metadata"]["name"].as_str().unwrap_or_default()
 }
