@@ -109,6 +109,24 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
                 if csv.is_some() {
                     return Err(fail("invalid bundle: contains multiple CSVs".into()));
                 }
+                // Upstream decodes the CSV into its Go type and gives up on the bundle when
+                // that fails, whatever else it found.
+                if let Err(error) = super::csv_types::check(&document) {
+                    let line = super::csv_types::line_of(&text, &error.path)
+                        .map(|n| format!(" (line {n})"))
+                        .unwrap_or_default();
+                    let detail = format!(
+                        "unable to parse CSV {name}: error unmarshaling JSON: while decoding JSON: {}{line}",
+                        error.message
+                    );
+                    return Err(vec![
+                        Finding {
+                            value: None,
+                            ..Finding::error("", detail)
+                        }
+                        .in_file(path.display().to_string()),
+                    ]);
+                }
                 csv = Some((path, document));
             }
             Some("CustomResourceDefinition") => {

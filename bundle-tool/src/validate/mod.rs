@@ -9,6 +9,7 @@
 mod bundle_checks;
 mod crd;
 mod csv_metadata;
+mod csv_types;
 mod deprecated_apis;
 mod examples;
 mod finding;

@@ -1,0 +1,483 @@
+//! The CSV decoded as upstream's loader decodes it: into operator-framework/api's Go type,
+//! so a field of the wrong type (`maintainers: {}`, `spec.version: 5`) or a `spec.version`
+//! that tolerant semver cannot read makes the whole bundle unloadable. The type tree below
+//! mirrors the Go types' JSON field names and type names (for Go's message); fields whose
+//! types are large Kubernetes structs (the deployments' `spec`, webhook `rules`) or have
+//! their own decoders (`targetPort`, timestamps) are not checked.
+
+use serde_json::Value;
+
+/// A Go type as `encoding/json` sees it.
+enum Go {
+    /// A string kind, with its Go type name.
+    Str(&'static str),
+    Bool,
+    Int32,
+    /// `version.OperatorVersion`: a string read with tolerant semver.
+    Version,
+    /// Not checked.
+    Any,
+    Slice(&'static Go),
+    /// A map with string keys: its Go type name and value type.
+    Map(&'static str, &'static Go),
+    /// A struct: its Go type name and JSON fields.
+    Struct(&'static str, &'static [(&'static str, Go)]),
+}
+
+const STR: Go = Go::Str("string");
+const STRINGS: Go = Go::Slice(&STR);
+const STRING_MAP: Go = Go::Map("map[string]string", &STR);
+const APP_LINK: Go = Go::Struct("v1alpha1.AppLink", &[("name", STR), ("url", STR)]);
+const MAINTAINER: Go = Go::Struct("v1alpha1.Maintainer", &[("email", STR), ("name", STR)]);
+const ICON: Go = Go::Struct("v1alpha1.Icon", &[("base64data", STR), ("mediatype", STR)]);
+const INSTALL_MODE: Go = Go::Struct(
+    "v1alpha1.InstallMode",
+    &[
+        ("supported", Go::Bool),
+        ("type", Go::Str("v1alpha1.InstallModeType")),
+    ],
+);
+const RELATED_IMAGE: Go = Go::Struct("v1alpha1.RelatedImage", &[("image", STR), ("name", STR)]);
+const GVK: Go = Go::Struct(
+    "v1.GroupVersionKind",
+    &[("group", STR), ("kind", STR), ("version", STR)],
+);
+const SELECTOR_REQUIREMENT: Go = Go::Struct(
+    "v1.LabelSelectorRequirement",
+    &[
+        ("key", STR),
+        ("operator", Go::Str("v1.LabelSelectorOperator")),
+        ("values", STRINGS),
+    ],
+);
+const LABEL_SELECTOR: Go = Go::Struct(
+    "v1.LabelSelector",
+    &[
+        ("matchExpressions", Go::Slice(&SELECTOR_REQUIREMENT)),
+        ("matchLabels", STRING_MAP),
+    ],
+);
+const RESOURCE_REF: Go = Go::Struct(
+    "v1alpha1.APIResourceReference",
+    &[("kind", STR), ("name", STR), ("version", STR)],
+);
+const fn descriptor(name: &'static str) -> Go {
+    Go::Struct(
+        name,
+        &[
+            ("description", STR),
+            ("displayName", STR),
+            ("path", STR),
+            ("value", Go::Any),
+            ("x-descriptors", STRINGS),
+        ],
+    )
+}
+const SPEC_DESCRIPTOR: Go = descriptor("v1alpha1.SpecDescriptor");
+const STATUS_DESCRIPTOR: Go = descriptor("v1alpha1.StatusDescriptor");
+const ACTION_DESCRIPTOR: Go = descriptor("v1alpha1.ActionDescriptor");
+const CRD_DESCRIPTION: Go = Go::Struct(
+    "v1alpha1.CRDDescription",
+    &[
+        ("actionDescriptors", Go::Slice(&ACTION_DESCRIPTOR)),
+        ("description", STR),
+        ("displayName", STR),
+        ("kind", STR),
+        ("name", STR),
+        ("resources", Go::Slice(&RESOURCE_REF)),
+        ("specDescriptors", Go::Slice(&SPEC_DESCRIPTOR)),
+        ("statusDescriptors", Go::Slice(&STATUS_DESCRIPTOR)),
+        ("version", STR),
+    ],
+);
+const API_SERVICE_DESCRIPTION: Go = Go::Struct(
+    "v1alpha1.APIServiceDescription",
+    &[
+        ("actionDescriptors", Go::Slice(&ACTION_DESCRIPTOR)),
+        ("containerPort", Go::Int32),
+        ("deploymentName", STR),
+        ("description", STR),
+        ("displayName", STR),
+        ("group", STR),
+        ("kind", STR),
+        ("name", STR),
+        ("resources", Go::Slice(&RESOURCE_REF)),
+        ("specDescriptors", Go::Slice(&SPEC_DESCRIPTOR)),
+        ("statusDescriptors", Go::Slice(&STATUS_DESCRIPTOR)),
+        ("version", STR),
+    ],
+);
+const WEBHOOK: Go = Go::Struct(
+    "v1alpha1.WebhookDescription",
+    &[
+        ("admissionReviewVersions", STRINGS),
+        ("containerPort", Go::Int32),
+        ("conversionCRDs", STRINGS),
+        ("deploymentName", STR),
+        ("failurePolicy", Go::Str("v1.FailurePolicyType")),
+        ("generateName", STR),
+        ("matchPolicy", Go::Str("v1.MatchPolicyType")),
+        ("objectSelector", LABEL_SELECTOR),
+        ("reinvocationPolicy", Go::Str("v1.ReinvocationPolicyType")),
+        ("sideEffects", Go::Str("v1.SideEffectClass")),
+        ("timeoutSeconds", Go::Int32),
+        ("type", Go::Str("v1alpha1.WebhookAdmissionType")),
+        ("webhookPath", STR),
+    ],
+);
+const POLICY_RULE: Go = Go::Struct(
+    "v1.PolicyRule",
+    &[
+        ("apiGroups", STRINGS),
+        ("nonResourceURLs", STRINGS),
+        ("resourceNames", STRINGS),
+        ("resources", STRINGS),
+        ("verbs", STRINGS),
+    ],
+);
+const PERMISSIONS: Go = Go::Struct(
+    "v1alpha1.StrategyDeploymentPermissions",
+    &[
+        ("rules", Go::Slice(&POLICY_RULE)),
+        ("serviceAccountName", STR),
+    ],
+);
+const DEPLOYMENT: Go = Go::Struct(
+    "v1alpha1.StrategyDeploymentSpec",
+    &[
+        ("label", Go::Map("labels.Set", &STR)),
+        ("name", STR),
+        ("spec", Go::Any),
+    ],
+);
+const INSTALL: Go = Go::Struct(
+    "v1alpha1.NamedInstallStrategy",
+    &[
+        (
+            "spec",
+            Go::Struct(
+                "v1alpha1.StrategyDetailsDeployment",
+                &[
+                    ("clusterPermissions", Go::Slice(&PERMISSIONS)),
+                    ("deployments", Go::Slice(&DEPLOYMENT)),
+                    ("permissions", Go::Slice(&PERMISSIONS)),
+                ],
+            ),
+        ),
+        ("strategy", STR),
+    ],
+);
+const SPEC: Go = Go::Struct(
+    "v1alpha1.ClusterServiceVersionSpec",
+    &[
+        ("annotations", STRING_MAP),
+        (
+            "apiservicedefinitions",
+            Go::Struct(
+                "v1alpha1.APIServiceDefinitions",
+                &[
+                    ("owned", Go::Slice(&API_SERVICE_DESCRIPTION)),
+                    ("required", Go::Slice(&API_SERVICE_DESCRIPTION)),
+                ],
+            ),
+        ),
+        (
+            "cleanup",
+            Go::Struct("v1alpha1.CleanupSpec", &[("enabled", Go::Bool)]),
+        ),
+        (
+            "customresourcedefinitions",
+            Go::Struct(
+                "v1alpha1.CustomResourceDefinitions",
+                &[
+                    ("owned", Go::Slice(&CRD_DESCRIPTION)),
+                    ("required", Go::Slice(&CRD_DESCRIPTION)),
+                ],
+            ),
+        ),
+        ("description", STR),
+        ("displayName", STR),
+        ("icon", Go::Slice(&ICON)),
+        ("install", INSTALL),
+        ("installModes", Go::Slice(&INSTALL_MODE)),
+        ("keywords", STRINGS),
+        ("labels", STRING_MAP),
+        ("links", Go::Slice(&APP_LINK)),
+        ("maintainers", Go::Slice(&MAINTAINER)),
+        ("maturity", STR),
+        ("minKubeVersion", STR),
+        ("nativeAPIs", Go::Slice(&GVK)),
+        ("provider", APP_LINK),
+        ("relatedImages", Go::Slice(&RELATED_IMAGE)),
+        ("replaces", STR),
+        ("selector", LABEL_SELECTOR),
+        ("skips", STRINGS),
+        ("version", Go::Version),
+        ("webhookdefinitions", Go::Slice(&WEBHOOK)),
+    ],
+);
+const CSV: Go = Go::Struct(
+    "v1alpha1.ClusterServiceVersion",
+    &[
+        ("apiVersion", STR),
+        ("kind", STR),
+        (
+            "metadata",
+            Go::Struct(
+                "v1.ObjectMeta",
+                &[
+                    ("annotations", STRING_MAP),
+                    ("generateName", STR),
+                    ("labels", STRING_MAP),
+                    ("name", STR),
+                    ("namespace", STR),
+                ],
+            ),
+        ),
+        ("spec", SPEC),
+    ],
+);
+
+impl Go {
+    /// The type's name as Go's `reflect.Type.String()` prints it.
+    fn name(&self) -> String {
+        match self {
+            Go::Str(name) => (*name).to_string(),
+            Go::Bool => "bool".into(),
+            Go::Int32 => "int32".into(),
+            Go::Version => "version.OperatorVersion".into(),
+            Go::Any => "interface {}".into(),
+            Go::Slice(element) => format!("[]{}", element.name()),
+            Go::Map(name, _) | Go::Struct(name, _) => (*name).to_string(),
+        }
+    }
+}
+
+/// Why decoding stopped: Go's message and the JSON field path it happened at.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// `json: cannot unmarshal …`, or the version parser's message.
+    pub message: String,
+    /// The JSON field names from the root (array indices and map keys left out, as in Go).
+    pub path: Vec<String>,
+}
+
+/// Where the decoder is: the innermost struct's name and the field names so far.
+struct Context {
+    structure: &'static str,
+    path: Vec<String>,
+    /// The first type error; Go keeps decoding after one and reports it at the end.
+    saved: Option<DecodeError>,
+}
+
+impl Context {
+    /// Go's `UnmarshalTypeError` with the field context it adds.
+    fn error_for(&self, value: &Value, go: &Go) -> DecodeError {
+        let short = self.structure.rsplit('.').next().unwrap_or(self.structure);
+        DecodeError {
+            message: format!(
+                "json: cannot unmarshal {} into Go struct field {short}.{} of type {}",
+                json_kind(value),
+                self.path.join("."),
+                go.name()
+            ),
+            path: self.path.clone(),
+        }
+    }
+
+    fn type_error(&mut self, value: &Value, go: &Go) {
+        if self.saved.is_none() {
+            self.saved = Some(self.error_for(value, go));
+        }
+    }
+}
+
+/// How Go's decoder names the JSON value it could not store.
+fn json_kind(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(n) if n.is_f64() => format!("number {n}"),
+        Value::Number(_) => "number".into(),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+/// Decodes `value` as `go`. An error from a custom decoder (the version) stops at once and
+/// wins over a saved type error, as in Go.
+fn decode(value: &Value, go: &'static Go, cx: &mut Context) -> Result<(), DecodeError> {
+    if value.is_null() {
+        return Ok(());
+    }
+    match (go, value) {
+        (Go::Any, _) | (Go::Str(_), Value::String(_)) | (Go::Bool, Value::Bool(_)) => {}
+        (Go::Int32, Value::Number(n)) => match n.as_i64() {
+            Some(i) if i32::try_from(i).is_ok() => {}
+            _ => cx.type_error(value, go),
+        },
+        (Go::Version, Value::String(text)) => {
+            if let Err(message) = crate::version_range::parse_version_tolerant(text) {
+                return Err(DecodeError {
+                    message,
+                    path: cx.path.clone(),
+                });
+            }
+        }
+        (Go::Version, _) => {
+            // The version decoder reads a string first; Go adds the field to that error.
+            return Err(cx.error_for(value, &STR));
+        }
+        (Go::Slice(element), Value::Array(items)) => {
+            for item in items {
+                decode(item, element, cx)?;
+            }
+        }
+        (Go::Map(_, element), Value::Object(map)) => {
+            for item in map.values() {
+                decode(item, element, cx)?;
+            }
+        }
+        (Go::Struct(name, fields), Value::Object(map)) => {
+            for (key, item) in map {
+                // Go matches a key to a field name exactly, else ignoring case.
+                let field = fields
+                    .iter()
+                    .find(|(f, _)| f == key)
+                    .or_else(|| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(key)));
+                let Some((field_name, field_type)) = field else {
+                    continue;
+                };
+                let outer = std::mem::replace(&mut cx.structure, name);
+                cx.path.push((*field_name).to_string());
+                let result = decode(item, field_type, cx);
+                cx.path.pop();
+                cx.structure = outer;
+                result?;
+            }
+        }
+        _ => cx.type_error(value, go),
+    }
+    Ok(())
+}
+
+/// Decodes the CSV `csv` into operator-framework/api's type: the first problem, if any.
+pub fn check(csv: &Value) -> Result<(), DecodeError> {
+    let mut cx = Context {
+        structure: "",
+        path: Vec::new(),
+        saved: None,
+    };
+    decode(csv, &CSV, &mut cx)?;
+    cx.saved.map_or(Ok(()), Err)
+}
+
+/// A block-style YAML line's key part and the column it starts at (list dashes count as
+/// indentation), or None for blank and comment lines.
+fn key_at(line: &str) -> Option<(usize, &str)> {
+    let mut rest = line.trim_start();
+    let mut indent = line.len() - rest.len();
+    while let Some(item) = rest.strip_prefix("- ") {
+        let trimmed = item.trim_start();
+        indent += line[indent..].len() - trimmed.len();
+        rest = trimmed;
+    }
+    (!rest.is_empty() && !rest.starts_with('#')).then_some((indent, rest))
+}
+
+/// The 1-based line of the field at `path` in the YAML `text`: each key is looked for among
+/// the direct children of the previous one (block style). When a key cannot be found (flow
+/// style, JSON), the line of the deepest key found is given.
+pub fn line_of(text: &str, path: &[String]) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut from, mut parent_indent, mut found) = (0, None, None);
+    for key in path {
+        let mut child_indent = None;
+        let mut hit = None;
+        for (i, line) in lines.iter().enumerate().skip(from) {
+            let Some((indent, rest)) = key_at(line) else {
+                continue;
+            };
+            if parent_indent.is_some_and(|p| indent <= p) {
+                break;
+            }
+            let child = *child_indent.get_or_insert(indent);
+            let matches =
+                rest.starts_with(&format!("{key}:")) || rest.starts_with(&format!("\"{key}\":"));
+            if indent == child && matches {
+                hit = Some((i, indent));
+                break;
+            }
+        }
+        let Some((i, indent)) = hit else { break };
+        (from, parent_indent, found) = (i + 1, Some(indent), Some(i + 1));
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn message(csv: Value) -> String {
+        check(&csv).expect_err("should not decode").message
+    }
+
+    #[test]
+    fn a_well_typed_csv_decodes() {
+        let csv = json!({"metadata": {"name": "op.v1.0.0", "annotations": {"a": "b"}},
+            "spec": {"version": "1.0.0", "maintainers": [{"name": "n"}], "icon": null,
+            "installModes": [{"type": "OwnNamespace", "supported": true}],
+            "install": {"strategy": "deployment", "spec": {"deployments": [{"name": "d", "spec": {"replicas": 1}}]}}}});
+        assert_eq!(check(&csv), Ok(()));
+    }
+
+    #[test]
+    fn wrong_types_give_gos_message() {
+        assert_eq!(
+            message(json!({"spec": {"maintainers": {}}})),
+            "json: cannot unmarshal object into Go struct field ClusterServiceVersionSpec.spec.maintainers of type []v1alpha1.Maintainer"
+        );
+        assert_eq!(
+            message(json!({"spec": {"installModes": "x"}})),
+            "json: cannot unmarshal string into Go struct field ClusterServiceVersionSpec.spec.installModes of type []v1alpha1.InstallMode"
+        );
+        assert_eq!(
+            message(json!({"spec": {"installModes": [{"supported": "yes"}]}})),
+            "json: cannot unmarshal string into Go struct field InstallMode.spec.installModes.supported of type bool"
+        );
+        assert_eq!(
+            message(json!({"metadata": {"annotations": {"x": 5}}})),
+            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string"
+        );
+    }
+
+    #[test]
+    fn the_version_decoder_stops_first() {
+        let csv = json!({"spec": {"keywords": "x", "version": 5}});
+        assert_eq!(
+            message(csv),
+            "json: cannot unmarshal number into Go struct field ClusterServiceVersionSpec.spec.version of type string"
+        );
+        let err = check(&json!({"spec": {"version": "not-a-version"}})).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Short version cannot contain PreRelease/Build meta data"
+        );
+        assert_eq!(err.path, vec!["spec", "version"]);
+    }
+
+    #[test]
+    fn lines_are_found_below_their_parents() {
+        let text = "metadata:\n  name: x\nspec:\n  owned:\n  - version: v1\n    name: y\n  installModes:\n  - type: A\n    supported: x\n  version: 1\n";
+        let path = |p: &[&str]| p.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(line_of(text, &path(&["spec", "version"])), Some(10));
+        assert_eq!(
+            line_of(text, &path(&["spec", "installModes", "supported"])),
+            Some(9)
+        );
+        assert_eq!(line_of(text, &path(&["spec", "missing"])), Some(3));
+    }
+}
