@@ -267,18 +267,6 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             "unsupported media type registry+v1",
         ),
         (
-            "non-semver version",
-            |m| {
-                let path = m.join("redis-operator.clusterserviceversion.yaml");
-                let csv = std::fs::read_to_string(&path).unwrap().replace(
-                    "\n  version: \"0.1.0\"\n",
-                    "\n  version: \"not-a-version\"\n",
-                );
-                std::fs::write(path, csv).unwrap();
-            },
-            "not a valid semantic version",
-        ),
-        (
             "service account clash",
             |m| {
                 std::fs::write(
@@ -324,5 +312,228 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             text.contains(expected),
             "{name}: {expected:?} not in our output:\n{text}"
         );
+    }
+}
+
+/// operator-sdk's CRD messages made comparable with ours: where upstream prints a pointer
+/// as the value (`Value 0xc000…`) the pointed-to value is put back, and the Go dump of the
+/// versions list (`spec.versions` errors) is reduced to the reason (docs/conformance.md).
+fn comparable(message: &str) -> String {
+    let message = canonical(message);
+    if let Some(rest) = message.strip_prefix("Error: Field spec.versions, Value ") {
+        let why = rest.rsplit_once(": ").map_or(rest, |(_, why)| why);
+        return format!("Error: Field spec.versions: {why}");
+    }
+    let Some((head, rest)) = message.split_once("Value 0x") else {
+        return message;
+    };
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    let value = rest
+        .split_once("Invalid value: ")
+        .and_then(|(_, v)| v.split_once(": "))
+        .map_or("", |(v, _)| v);
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    format!("{head}Value {value}{rest}")
+}
+
+fn edit_crd(manifests: &Path, edit: impl FnOnce(&mut Value)) {
+    let path = manifests.join("cache.example.com_redisclusters.yaml");
+    let mut crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut crd);
+    std::fs::write(path, serde_json::to_string_pretty(&crd).unwrap()).unwrap();
+}
+
+fn edit_csv(manifests: &Path, from: &str, to: &str) {
+    let path = manifests.join("redis-operator.clusterserviceversion.yaml");
+    let csv = std::fs::read_to_string(&path).unwrap();
+    assert!(csv.contains(from), "{from:?} not in the Redis CSV");
+    std::fs::write(path, csv.replacen(from, to, 1)).unwrap();
+}
+
+/// Broken CRDs and CSV fields of the wrong type in copies of the Redis bundle: both tools
+/// reject each with the same set of error messages (for a CSV operator-sdk cannot decode, its
+/// one fatal line carries our message), and ours names the problem we meant to break.
+#[test]
+fn broken_crds_and_csv_types_get_operator_sdks_errors() {
+    let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
+    type Break = fn(&Path);
+    let cases: &[(&str, Break, &str)] = &[
+        (
+            "CRD names, scope and printer columns",
+            |m| {
+                edit_crd(m, |c| {
+                    c["spec"]["scope"] = "Global".into();
+                    c["spec"]["names"]["shortNames"] = serde_json::json!(["rc", "Bad_Short"]);
+                    c["spec"]["names"]["listKind"] = "RedisCluster".into();
+                    c["spec"]["names"]["categories"] = serde_json::json!(["all", "X y"]);
+                    c["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] = "int".into();
+                    c["spec"]["versions"][0]["additionalPrinterColumns"][2]["jsonPath"] =
+                        "status.phase".into();
+                })
+            },
+            "kind and listKind may not be the same",
+        ),
+        (
+            "CRD conversion webhook settings",
+            |m| {
+                edit_crd(m, |c| {
+                    let webhook = &mut c["spec"]["conversion"]["webhook"];
+                    webhook["conversionReviewVersions"] = serde_json::json!(["v2", "v2"]);
+                    webhook["clientConfig"]["service"]["port"] = 0.into();
+                    webhook["clientConfig"]["service"]["path"] = "bad//Path".into();
+                })
+            },
+            "must include at least one of v1, v1beta1",
+        ),
+        (
+            "CRD preserveUnknownFields with a webhook and defaults",
+            |m| edit_crd(m, |c| c["spec"]["preserveUnknownFields"] = true.into()),
+            "must be None if spec.preserveUnknownFields is true",
+        ),
+        (
+            "CRD webhook settings with strategy None, in a namespace, without kind",
+            |m| {
+                edit_crd(m, |c| {
+                    c["spec"]["conversion"]["strategy"] = "None".into();
+                    c["metadata"]["namespace"] = "default".into();
+                    c["spec"]["names"] = serde_json::json!({"plural": "redisclusters"});
+                })
+            },
+            "should not be set when strategy is not set to Webhook",
+        ),
+        (
+            "CRD version names, deprecation warning and scale paths",
+            |m| {
+                edit_crd(m, |c| {
+                    let version = &mut c["spec"]["versions"][1];
+                    version["name"] = "V1alpha1".into();
+                    version["deprecated"] = false.into();
+                    version["subresources"]["scale"] = serde_json::json!({
+                    "specReplicasPath": ".status.replicas", "statusReplicasPath": ".status.ready",
+                    "labelSelectorPath": ".metadata.labels"});
+                })
+            },
+            "can only be set for deprecated versions",
+        ),
+        (
+            "v1beta1 CRD (preserveUnknownFields defaults to true)",
+            |m| {
+                edit_crd(m, |c| {
+                    c["apiVersion"] = "apiextensions.k8s.io/v1beta1".into();
+                    let spec = &mut c["spec"];
+                    let versions = spec["versions"].as_array_mut().unwrap();
+                    for version in versions.iter_mut() {
+                        let columns = version["additionalPrinterColumns"].take();
+                        version["additionalPrinterColumns"] = columns
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|col| {
+                                let mut col = col.clone();
+                                col["JSONPath"] = col["jsonPath"].take();
+                                col
+                            })
+                            .collect();
+                    }
+                    spec["conversion"] = serde_json::json!({"strategy": "None"});
+                })
+            },
+            "cannot set to true",
+        ),
+        (
+            "maintainers of the wrong type",
+            |m| {
+                edit_csv(
+                    m,
+                    "  maintainers:\n  - email",
+                    "  maintainers: {}\n  oldMaintainers:\n  - email",
+                )
+            },
+            "Go struct field ClusterServiceVersionSpec.spec.maintainers of type []v1alpha1.Maintainer",
+        ),
+        (
+            "a number as spec.version",
+            |m| edit_csv(m, "\n  version: \"0.1.0\"\n", "\n  version: 5\n"),
+            "Go struct field ClusterServiceVersionSpec.spec.version of type string",
+        ),
+        (
+            "install modes as a string",
+            |m| {
+                edit_csv(
+                    m,
+                    "  installModes:\n",
+                    "  installModes: x\n  oldInstallModes:\n",
+                )
+            },
+            "of type []v1alpha1.InstallMode",
+        ),
+        (
+            "a string where an install mode wants a boolean",
+            |m| {
+                edit_csv(
+                    m,
+                    "  - supported: false\n    type: OwnNamespace\n",
+                    "  - supported: \"no\"\n    type: OwnNamespace\n",
+                )
+            },
+            "Go struct field InstallMode.spec.installModes.supported of type bool",
+        ),
+        (
+            "non-semver version",
+            |m| {
+                edit_csv(
+                    m,
+                    "\n  version: \"0.1.0\"\n",
+                    "\n  version: \"not-a-version\"\n",
+                )
+            },
+            "Short version cannot contain PreRelease/Build meta data",
+        ),
+    ];
+    for (name, break_it, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("bundle");
+        e2e::copy_dir(&e2e::corpus::redis_bundle(), &bundle).unwrap();
+        break_it(&bundle.join("manifests"));
+        let run = |program: &Path, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .arg(&bundle)
+                .output()
+                .unwrap()
+        };
+        let suite = ["--select-optional", "suite=operatorframework"];
+        let theirs = run(
+            &sdk,
+            &[&["bundle", "validate", "-o", "json-alpha1"][..], &suite].concat(),
+        );
+        let ours = run(
+            &e2e::bundle_tool_binary(),
+            &[&["validate", "-o", "json"][..], &suite].concat(),
+        );
+        assert!(!theirs.status.success(), "{name}: operator-sdk accepted it");
+        assert_eq!(ours.status.code(), Some(1), "{name}: our exit code");
+        let (_, our_errors, _) = verdict(&ours, "bundle-tool", &bundle);
+        assert!(
+            our_errors.iter().any(|e| e.contains(expected)),
+            "{name}: {expected:?} not in our errors {our_errors:#?}"
+        );
+        if theirs.stdout.is_empty() {
+            // operator-sdk could not load the bundle: one fatal line on stderr.
+            let fatal = String::from_utf8_lossy(&theirs.stderr);
+            assert_eq!(our_errors.len(), 1, "{name}: {our_errors:#?}");
+            let ours = our_errors.first().unwrap();
+            let detail = ours.strip_prefix("Error: ").unwrap_or(ours);
+            let detail = detail.rsplit_once(" (line ").map_or(detail, |(d, _)| d);
+            assert!(fatal.contains(detail), "{name}: {detail:?} not in {fatal}");
+            continue;
+        }
+        let (_, their_errors, _) = verdict(&theirs, "operator-sdk", &bundle);
+        let theirs: BTreeSet<String> = their_errors.iter().map(|m| comparable(m)).collect();
+        let ours: BTreeSet<String> = our_errors.iter().map(|m| comparable(m)).collect();
+        assert_eq!(ours, theirs, "{name}: error sets differ");
     }
 }

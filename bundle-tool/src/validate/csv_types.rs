@@ -1,6 +1,9 @@
 //! The CSV decoded as upstream's loader decodes it: into operator-framework/api's Go type,
 //! so a field of the wrong type (`maintainers: {}`, `spec.version: 5`) or a `spec.version`
-//! that tolerant semver cannot read makes the whole bundle unloadable. The type tree below
+//! that tolerant semver cannot read makes the whole bundle unloadable. YAML numbers and
+//! booleans in string fields are accepted: upstream's YAML-to-JSON step turns them into
+//! strings when the Go field is a string (but not for `spec.version`, which has its own
+//! decoder). The type tree below
 //! mirrors the Go types' JSON field names and type names (for Go's message); fields whose
 //! types are large Kubernetes structs (the deployments' `spec`, webhook `rules`) or have
 //! their own decoders (`targetPort`, timestamps) are not checked.
@@ -312,7 +315,9 @@ fn decode(value: &Value, go: &'static Go, cx: &mut Context) -> Result<(), Decode
         return Ok(());
     }
     match (go, value) {
-        (Go::Any, _) | (Go::Str(_), Value::String(_)) | (Go::Bool, Value::Bool(_)) => {}
+        (Go::Any, _) | (Go::Bool, Value::Bool(_)) => {}
+        // sigs.k8s.io/yaml turns YAML scalars into strings where the Go field is a string.
+        (Go::Str(_), Value::String(_) | Value::Number(_) | Value::Bool(_)) => {}
         (Go::Int32, Value::Number(n)) => match n.as_i64() {
             Some(i) if i32::try_from(i).is_ok() => {}
             _ => cx.type_error(value, go),
@@ -449,9 +454,12 @@ mod tests {
             "json: cannot unmarshal string into Go struct field InstallMode.spec.installModes.supported of type bool"
         );
         assert_eq!(
-            message(json!({"metadata": {"annotations": {"x": 5}}})),
-            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string"
+            message(json!({"metadata": {"annotations": {"x": ["a"]}}})),
+            "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.annotations of type string"
         );
+        // A YAML number or boolean where Go wants a string is converted, not refused.
+        let scalars = json!({"metadata": {"annotations": {"x": 5}}, "spec": {"replaces": true}});
+        assert_eq!(check(&scalars), Ok(()));
     }
 
     #[test]
