@@ -23,6 +23,7 @@ mod process;
 mod provisioner;
 mod registry;
 pub mod registry_server;
+pub mod validate_report;
 
 pub(crate) use control_plane::client_from as control_plane_client;
 pub use control_plane::{ControlPlane, ControlPlaneOptions};

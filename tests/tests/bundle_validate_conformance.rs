@@ -9,77 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use e2e::assets::Assets;
+use e2e::validate_report::{comparable, removed_api_items, removed_api_message, verdict};
 use serde_json::Value;
-
-/// (passed, error messages, warning messages) from a `json-alpha1`-shaped report.
-fn verdict(
-    output: &std::process::Output,
-    who: &str,
-    dir: &Path,
-) -> (bool, BTreeSet<String>, BTreeSet<String>) {
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{who} on {}: {e}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    let messages = |level: &str| {
-        report["outputs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|o| o["type"] == level)
-            .map(|o| canonical(o["message"].as_str().unwrap_or_default()))
-            .collect()
-    };
-    (
-        report["passed"] == true,
-        messages("error"),
-        messages("warning"),
-    )
-}
-
-/// Where the removed-API message lists the offending kinds.
-const MIGRATE: &str = "Migrate the API(s) for ";
-
-/// The `kind: ([names])` items of a removed-API message, and whether it ended with a comma.
-fn removed_api_items(message: &str) -> Option<(&str, Vec<&str>)> {
-    let (head, tail) = message.split_once(MIGRATE)?;
-    let items = tail
-        .split("]),")
-        .map(|i| i.trim_end_matches("])"))
-        .filter(|i| !i.is_empty())
-        .collect();
-    Some((head, items))
-}
-
-/// Rebuilds a removed-API message from its items the way upstream prints them.
-fn removed_api_message(head: &str, items: &[&str]) -> String {
-    let list = if items.len() == 1 {
-        format!("{}])", items[0])
-    } else {
-        items.iter().map(|i| format!("{i}]),")).collect()
-    };
-    format!("{head}{MIGRATE}{list}")
-}
-
-/// operator-sdk prints lists it builds from Go maps in a varying order (removed-API kinds,
-/// channel names): sorted here so that equal findings compare equal.
-fn canonical(message: &str) -> String {
-    if let Some((head, mut items)) = removed_api_items(message) {
-        items.sort_unstable();
-        return removed_api_message(head, &items);
-    }
-    if let Some((head, rest)) = message.split_once("channel(s) [")
-        && let Some((list, tail)) = rest.split_once(']')
-    {
-        let mut channels: Vec<&str> = list.split(' ').collect();
-        channels.sort_unstable();
-        return format!("{head}channel(s) [{}]{tail}", channels.join(" "));
-    }
-    message.to_string()
-}
 
 /// operator-sdk's warnings as we mean to print them: the one documented difference
 /// (docs/conformance.md) applied. operator-framework/api v0.34.0 warns about RBAC rules on
@@ -315,30 +246,6 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
     }
 }
 
-/// operator-sdk's CRD messages made comparable with ours: where upstream prints a pointer
-/// as the value (`Value 0xc000…`) the pointed-to value is put back, and the Go dump of the
-/// versions list (`spec.versions` errors) is reduced to the reason (docs/conformance.md).
-fn comparable(message: &str) -> String {
-    let message = canonical(message);
-    if let Some(rest) = message.strip_prefix("Error: Field spec.versions, Value ") {
-        let why = rest.rsplit_once(": ").map_or(rest, |(_, why)| why);
-        return format!("Error: Field spec.versions: {why}");
-    }
-    let Some((head, rest)) = message.split_once("Value 0x") else {
-        return message;
-    };
-    let rest = rest.trim_start_matches(|c: char| c.is_ascii_hexdigit());
-    let value = rest
-        .split_once("Invalid value: ")
-        .and_then(|(_, v)| v.split_once(": "))
-        .map_or("", |(v, _)| v);
-    let value = value
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap_or(value);
-    format!("{head}Value {value}{rest}")
-}
-
 fn edit_crd(manifests: &Path, edit: impl FnOnce(&mut Value)) {
     let path = manifests.join("cache.example.com_redisclusters.yaml");
     let mut crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -523,7 +430,8 @@ fn broken_crds_and_csv_types_get_operator_sdks_errors() {
         );
         if theirs.stdout.is_empty() {
             // operator-sdk could not load the bundle: one fatal line on stderr.
-            let fatal = String::from_utf8_lossy(&theirs.stderr);
+            // logrus quotes the message, escaping its quotes.
+            let fatal = String::from_utf8_lossy(&theirs.stderr).replace("\\\"", "\"");
             assert_eq!(our_errors.len(), 1, "{name}: {our_errors:#?}");
             let ours = our_errors.first().unwrap();
             let detail = ours.strip_prefix("Error: ").unwrap_or(ours);
@@ -536,4 +444,97 @@ fn broken_crds_and_csv_types_get_operator_sdks_errors() {
         let ours: BTreeSet<String> = our_errors.iter().map(|m| comparable(m)).collect();
         assert_eq!(ours, theirs, "{name}: error sets differ");
     }
+}
+
+/// The Redis CSV with the field on the line starting with `key` set to `replacement`, the
+/// block below it (deeper-indented or list lines) dropped.
+fn replace_field(text: &str, key: &str, replacement: &str) -> Option<String> {
+    let start = text.find(&format!("\n{key}"))?;
+    let line_end = text[start + 1..]
+        .find('\n')
+        .map_or(text.len(), |e| start + 1 + e);
+    let indent = key.len() - key.trim_start().len();
+    let field = key.trim().trim_end_matches(':');
+    let rest: Vec<&str> = text[line_end + 1..]
+        .lines()
+        .skip_while(|l| l.len() - l.trim_start().len() > indent || l.trim_start().starts_with("- "))
+        .collect();
+    Some(format!(
+        "{}\n{}{field}: {replacement}\n{}\n",
+        &text[..start],
+        " ".repeat(indent),
+        rest.join("\n")
+    ))
+}
+
+/// CSV fields replaced by values of other JSON shapes: operator-sdk and bundle-tool refuse
+/// to decode the same variants (Go's decoder, and sigs.k8s.io/yaml turning scalars into
+/// strings for string fields), with the same message.
+#[test]
+fn mistyped_csv_fields_are_refused_like_operator_sdk() {
+    let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
+    let csv_name = "redis-operator.clusterserviceversion.yaml";
+    let text =
+        std::fs::read_to_string(e2e::corpus::redis_bundle().join("manifests").join(csv_name))
+            .unwrap();
+    let keys = [
+        "  name: ",
+        "  version: ",
+        "  minKubeVersion: ",
+        "  installModes:",
+        "  customresourcedefinitions:",
+        "  install:",
+        "    alm-examples: ",
+        "  icon:",
+        "  maintainers:",
+        "  links:",
+    ];
+    let (mut variants, mut refused) = (0, 0);
+    for key in keys {
+        for replacement in ["[]", "{}", "7", "null", "\"\""] {
+            let broken = replace_field(&text, key, replacement).expect("key in the Redis CSV");
+            let dir = tempfile::tempdir().unwrap();
+            let bundle = dir.path().join("bundle");
+            e2e::copy_dir(&e2e::corpus::redis_bundle(), &bundle).unwrap();
+            std::fs::write(bundle.join("manifests").join(csv_name), broken).unwrap();
+            let theirs = Command::new(&sdk)
+                .args(["bundle", "validate"])
+                .arg(&bundle)
+                .output()
+                .unwrap();
+            let ours = Command::new(e2e::bundle_tool_binary())
+                .args(["validate", "-o", "json"])
+                .arg(&bundle)
+                .output()
+                .unwrap();
+            // logrus quotes the message, escaping its quotes.
+            let fatal = String::from_utf8_lossy(&theirs.stderr).replace("\\\"", "\"");
+            let (_, our_errors, _) = verdict(&ours, "bundle-tool", &bundle);
+            let our_refusal = our_errors
+                .iter()
+                .find(|e| e.contains("unable to parse CSV"));
+            let variant = format!("{}: {replacement}", key.trim());
+            assert_eq!(
+                our_refusal.is_some(),
+                fatal.contains("unable to parse CSV"),
+                "{variant}: operator-sdk said {fatal}, we said {our_errors:#?}"
+            );
+            if let Some(ours) = our_refusal {
+                let detail = ours.strip_prefix("Error: ").unwrap_or(ours);
+                let detail = detail.rsplit_once(" (line ").map_or(detail, |(d, _)| d);
+                assert!(
+                    fatal.contains(detail),
+                    "{variant}: {detail:?} not in {fatal}"
+                );
+                refused += 1;
+            }
+            variants += 1;
+        }
+    }
+    eprintln!("{variants} mistyped CSVs: {refused} refused by both, the rest decoded by both");
+    // Both outcomes must occur, or the comparison proves nothing.
+    assert!(
+        refused >= 20 && variants - refused >= 10,
+        "{refused} of {variants} refused"
+    );
 }

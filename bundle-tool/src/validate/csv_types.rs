@@ -311,7 +311,8 @@ fn json_kind(value: &Value) -> String {
 /// Decodes `value` as `go`. An error from a custom decoder (the version) stops at once and
 /// wins over a saved type error, as in Go.
 fn decode(value: &Value, go: &'static Go, cx: &mut Context) -> Result<(), DecodeError> {
-    if value.is_null() {
+    // Go skips a null, except that the version's own decoder reads it as "".
+    if value.is_null() && !matches!(go, Go::Version) {
         return Ok(());
     }
     match (go, value) {
@@ -322,7 +323,8 @@ fn decode(value: &Value, go: &'static Go, cx: &mut Context) -> Result<(), Decode
             Some(i) if i32::try_from(i).is_ok() => {}
             _ => cx.type_error(value, go),
         },
-        (Go::Version, Value::String(text)) => {
+        (Go::Version, Value::String(_) | Value::Null) => {
+            let text = value.as_str().unwrap_or("");
             if let Err(message) = crate::version_range::parse_version_tolerant(text) {
                 return Err(DecodeError {
                     message,
@@ -475,6 +477,11 @@ mod tests {
             "Short version cannot contain PreRelease/Build meta data"
         );
         assert_eq!(err.path, vec!["spec", "version"]);
+        let null = check(&json!({"spec": {"version": null}})).unwrap_err();
+        assert_eq!(
+            null.message,
+            "strconv.ParseUint: parsing \"\": invalid syntax"
+        );
     }
 
     #[test]
