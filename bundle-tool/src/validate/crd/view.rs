@@ -74,8 +74,8 @@ fn present(value: &Value) -> Option<&Value> {
     (!value.is_null()).then_some(value)
 }
 
-/// The single version a v1beta1 CRD declares with `spec.version` alone.
-static IMPLIED: Value = Value::Null;
+/// A null to borrow "absent" from (no columns, no top-level fields) for the view's lifetime.
+static NOTHING: Value = Value::Null;
 
 impl<'a> Crd<'a> {
     /// The view of `crd`.
@@ -112,14 +112,14 @@ impl<'a> Crd<'a> {
                 deprecation_warning: None,
                 schema: None,
                 subresources: None,
-                columns: list(&IMPLIED),
+                columns: list(&NOTHING),
             });
         }
         if (v1 || version.is_empty()) && !versions.is_empty() {
             version = versions[0].name.to_string();
         }
         // v1 has no top-level schema, subresources or columns (Go's decoder drops them).
-        let top = if v1 { &IMPLIED } else { spec };
+        let top = if v1 { &NOTHING } else { spec };
         let (mut validation, mut subresources, mut columns) = (
             present(&top["validation"]),
             present(&top["subresources"]),
@@ -141,7 +141,7 @@ impl<'a> Crd<'a> {
             }
             if versions.iter().all(|v| v.columns == first.2) {
                 columns = first.2;
-                versions.iter_mut().for_each(|v| v.columns = list(&IMPLIED));
+                versions.iter_mut().for_each(|v| v.columns = list(&NOTHING));
             }
         }
         let preserve_unknown_fields = match spec["preserveUnknownFields"].as_bool() {
