@@ -351,6 +351,20 @@ fn broken_crds_and_csv_types_get_operator_sdks_errors() {
             "cannot set to true",
         ),
         (
+            "a CRD version with a string for served",
+            |m| edit_crd(m, |c| c["spec"]["versions"][0]["served"] = "yes".into()),
+            "Go struct field CustomResourceDefinitionVersion.spec.versions.served of type bool",
+        ),
+        (
+            "a CRD scope as a list",
+            |m| {
+                edit_crd(m, |c| {
+                    c["spec"]["scope"] = serde_json::json!(["Namespaced"])
+                })
+            },
+            "Go struct field CustomResourceDefinitionSpec.spec.scope of type v1.ResourceScope",
+        ),
+        (
             "maintainers of the wrong type",
             |m| {
                 edit_csv(

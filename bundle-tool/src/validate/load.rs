@@ -109,23 +109,8 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
                 if csv.is_some() {
                     return Err(fail("invalid bundle: contains multiple CSVs".into()));
                 }
-                // Upstream decodes the CSV into its Go type and gives up on the bundle when
-                // that fails, whatever else it found.
-                if let Err(error) = super::csv_types::check(&document) {
-                    let line = super::csv_types::line_of(&text, &error.path)
-                        .map(|n| format!(" (line {n})"))
-                        .unwrap_or_default();
-                    let detail = format!(
-                        "unable to parse CSV {name}: error unmarshaling JSON: while decoding JSON: {}{line}",
-                        error.message
-                    );
-                    return Err(vec![
-                        Finding {
-                            value: None,
-                            ..Finding::error("", detail)
-                        }
-                        .in_file(path.display().to_string()),
-                    ]);
+                if let Err(error) = super::typed::check_csv(&document) {
+                    return Err(vec![typed_error("CSV", &name, &path, &text, error)]);
                 }
                 csv = Some((path, document));
             }
@@ -139,6 +124,9 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
                     return Err(fail(format!(
                         "unsupported CRD version {version} for {name}"
                     )));
+                }
+                if let Err(error) = super::typed::check_crd(&document) {
+                    return Err(vec![typed_error("CRD", &name, &path, &text, error)]);
                 }
                 crds.push((path, document));
             }
@@ -165,6 +153,29 @@ pub fn load_bundle(dir: &Path) -> Result<LoadedBundle, Vec<Finding>> {
         files,
         annotations,
     })
+}
+
+/// A CSV or CRD that upstream cannot decode into its Go type: upstream gives up on the
+/// bundle, whatever else it found. Upstream's message, and the line of the field.
+fn typed_error(
+    what: &str,
+    name: &str,
+    path: &Path,
+    text: &str,
+    error: super::typed::DecodeError,
+) -> Finding {
+    let line = super::typed::line_of(text, &error.path)
+        .map(|n| format!(" (line {n})"))
+        .unwrap_or_default();
+    let detail = format!(
+        "unable to parse {what} {name}: error unmarshaling JSON: while decoding JSON: {}{line}",
+        error.message
+    );
+    Finding {
+        value: None,
+        ..Finding::error("", detail)
+    }
+    .in_file(path.display().to_string())
 }
 
 /// The `annotations` map that operator-sdk's loader gives the validators. It hands the loader

@@ -9,7 +9,6 @@
 mod bundle_checks;
 mod crd;
 mod csv_metadata;
-mod csv_types;
 mod deprecated_apis;
 mod examples;
 mod finding;
@@ -17,6 +16,7 @@ mod good_practices;
 mod load;
 mod operatorhub;
 mod optional;
+mod typed;
 
 pub use finding::{Finding, Level, Report};
 pub use load::{LoadedBundle, load_bundle};

@@ -1,18 +1,20 @@
-//! The CSV decoded as upstream's loader decodes it: into operator-framework/api's Go type,
+//! The CSV and CRDs decoded as upstream's loader decodes them: into their Go types,
 //! so a field of the wrong type (`maintainers: {}`, `spec.version: 5`) or a `spec.version`
 //! that tolerant semver cannot read makes the whole bundle unloadable. YAML numbers and
 //! booleans in string fields are accepted: upstream's YAML-to-JSON step turns them into
 //! strings when the Go field is a string (but not for `spec.version`, which has its own
-//! decoder). The type tree below
-//! mirrors the Go types' JSON field names and type names (for Go's message); fields whose
-//! types are large Kubernetes structs (the deployments' `spec`, webhook `rules`) or have
-//! their own decoders (`targetPort`, timestamps) are not checked.
+//! decoder). The type trees (`csv.rs`, `crd.rs`) mirror the Go types' JSON field names and
+//! type names (for Go's message); fields whose types are large Kubernetes structs (the
+//! deployments' `spec`, webhook `rules`, CRD schemas) or have their own decoders
+//! (`targetPort`, timestamps, `caBundle`) are not checked.
 
-mod go_types;
+mod crd;
+mod csv;
+mod go;
 
 use serde_json::Value;
 
-use go_types::{CSV, Go, STR};
+use go::{Go, STR};
 
 /// Why decoding stopped: Go's message and the JSON field path it happened at.
 #[derive(Debug, PartialEq, Eq)]
@@ -127,15 +129,28 @@ fn decode(value: &Value, go: &'static Go, cx: &mut Context) -> Result<(), Decode
     Ok(())
 }
 
-/// Decodes the CSV `csv` into operator-framework/api's type: the first problem, if any.
-pub fn check(csv: &Value) -> Result<(), DecodeError> {
+fn check(value: &Value, go: &'static Go) -> Result<(), DecodeError> {
     let mut cx = Context {
         structure: "",
         path: Vec::new(),
         saved: None,
     };
-    decode(csv, &CSV, &mut cx)?;
+    decode(value, go, &mut cx)?;
     cx.saved.map_or(Ok(()), Err)
+}
+
+/// Decodes the CSV `csv` into operator-framework/api's type: the first problem, if any.
+pub fn check_csv(csv: &Value) -> Result<(), DecodeError> {
+    check(csv, &csv::CSV)
+}
+
+/// Decodes the CRD `crd` into its apiextensions type (v1, else v1beta1), schema aside.
+pub fn check_crd(crd: &Value) -> Result<(), DecodeError> {
+    if crd["apiVersion"] == "apiextensions.k8s.io/v1" {
+        check(crd, &crd::CRD_V1)
+    } else {
+        check(crd, &crd::CRD_V1B1)
+    }
 }
 
 /// A block-style YAML line's key part and the column it starts at (list dashes count as
@@ -187,7 +202,7 @@ mod tests {
     use serde_json::json;
 
     fn message(csv: Value) -> String {
-        check(&csv).expect_err("should not decode").message
+        check_csv(&csv).expect_err("should not decode").message
     }
 
     #[test]
@@ -196,7 +211,7 @@ mod tests {
             "spec": {"version": "1.0.0", "maintainers": [{"name": "n"}], "icon": null,
             "installModes": [{"type": "OwnNamespace", "supported": true}],
             "install": {"strategy": "deployment", "spec": {"deployments": [{"name": "d", "spec": {"replicas": 1}}]}}}});
-        assert_eq!(check(&csv), Ok(()));
+        assert_eq!(check_csv(&csv), Ok(()));
     }
 
     #[test]
@@ -219,7 +234,7 @@ mod tests {
         );
         // A YAML number or boolean where Go wants a string is converted, not refused.
         let scalars = json!({"metadata": {"annotations": {"x": 5}}, "spec": {"replaces": true}});
-        assert_eq!(check(&scalars), Ok(()));
+        assert_eq!(check_csv(&scalars), Ok(()));
     }
 
     #[test]
@@ -229,16 +244,32 @@ mod tests {
             message(csv),
             "json: cannot unmarshal number into Go struct field ClusterServiceVersionSpec.spec.version of type string"
         );
-        let err = check(&json!({"spec": {"version": "not-a-version"}})).unwrap_err();
+        let err = check_csv(&json!({"spec": {"version": "not-a-version"}})).unwrap_err();
         assert_eq!(
             err.message,
             "Short version cannot contain PreRelease/Build meta data"
         );
         assert_eq!(err.path, vec!["spec", "version"]);
-        let null = check(&json!({"spec": {"version": null}})).unwrap_err();
+        let null = check_csv(&json!({"spec": {"version": null}})).unwrap_err();
         assert_eq!(
             null.message,
             "strconv.ParseUint: parsing \"\": invalid syntax"
+        );
+    }
+
+    #[test]
+    fn crds_are_decoded_by_their_version() {
+        let v1 = json!({"apiVersion": "apiextensions.k8s.io/v1", "spec": {"scope": ["x"],
+            "versions": [{"served": "yes", "schema": {"openAPIV3Schema": {"type": 5}}}]}});
+        assert_eq!(
+            check_crd(&v1).unwrap_err().message,
+            "json: cannot unmarshal array into Go struct field CustomResourceDefinitionSpec.spec.scope of type v1.ResourceScope"
+        );
+        let v1beta1 = json!({"apiVersion": "apiextensions.k8s.io/v1beta1", "spec": {
+            "additionalPrinterColumns": [{"JSONPath": ".a", "priority": "high"}]}});
+        assert_eq!(
+            check_crd(&v1beta1).unwrap_err().message,
+            "json: cannot unmarshal string into Go struct field CustomResourceColumnDefinition.spec.additionalPrinterColumns.priority of type int32"
         );
     }
 

@@ -2,30 +2,8 @@
 //! names (sorted, the order Go meets them in sigs.k8s.io/yaml's output) and the Go type names
 //! its error messages print.
 
-/// A Go type as `encoding/json` sees it.
-pub enum Go {
-    /// A string kind, with its Go type name.
-    Str(&'static str),
-    /// `bool`.
-    Bool,
-    /// `int32` (ports, timeouts).
-    Int32,
-    /// `version.OperatorVersion`: a string read with tolerant semver.
-    Version,
-    /// Not checked.
-    Any,
-    /// A slice of the element type.
-    Slice(&'static Go),
-    /// A map with string keys: its Go type name and value type.
-    Map(&'static str, &'static Go),
-    /// A struct: its Go type name and JSON fields.
-    Struct(&'static str, &'static [(&'static str, Go)]),
-}
+use super::go::{Go, OBJECT_META, STR, STRING_MAP, STRINGS};
 
-/// Go's `string`.
-pub const STR: Go = Go::Str("string");
-const STRINGS: Go = Go::Slice(&STR);
-const STRING_MAP: Go = Go::Map("map[string]string", &STR);
 const APP_LINK: Go = Go::Struct("v1alpha1.AppLink", &[("name", STR), ("url", STR)]);
 const MAINTAINER: Go = Go::Struct("v1alpha1.Maintainer", &[("email", STR), ("name", STR)]);
 const ICON: Go = Go::Struct("v1alpha1.Icon", &[("base64data", STR), ("mediatype", STR)]);
@@ -221,34 +199,7 @@ pub const CSV: Go = Go::Struct(
     &[
         ("apiVersion", STR),
         ("kind", STR),
-        (
-            "metadata",
-            Go::Struct(
-                "v1.ObjectMeta",
-                &[
-                    ("annotations", STRING_MAP),
-                    ("generateName", STR),
-                    ("labels", STRING_MAP),
-                    ("name", STR),
-                    ("namespace", STR),
-                ],
-            ),
-        ),
+        ("metadata", OBJECT_META),
         ("spec", SPEC),
     ],
 );
-
-impl Go {
-    /// The type's name as Go's `reflect.Type.String()` prints it.
-    pub fn name(&self) -> String {
-        match self {
-            Go::Str(name) => (*name).to_string(),
-            Go::Bool => "bool".into(),
-            Go::Int32 => "int32".into(),
-            Go::Version => "version.OperatorVersion".into(),
-            Go::Any => "interface {}".into(),
-            Go::Slice(element) => format!("[]{}", element.name()),
-            Go::Map(name, _) | Go::Struct(name, _) => (*name).to_string(),
-        }
-    }
-}
