@@ -284,6 +284,18 @@ fn broken_crds_and_csv_types_get_operator_sdks_errors() {
             "kind and listKind may not be the same",
         ),
         (
+            "CRD label, annotation and finalizer syntax",
+            |m| {
+                edit_crd(m, |c| {
+                    c["metadata"]["labels"] = serde_json::json!({"bad key": "-v", "ok": ""});
+                    c["metadata"]["annotations"]["a/b/c"] = "x".into();
+                    c["metadata"]["finalizers"] =
+                        serde_json::json!(["example.com/ok", "bad finalizer"]);
+                })
+            },
+            "name part must consist of alphanumeric characters",
+        ),
+        (
             "CRD conversion webhook settings",
             |m| {
                 edit_crd(m, |c| {

@@ -9,6 +9,7 @@
 
 mod columns;
 mod conversion;
+mod object_meta;
 mod rules;
 mod view;
 
@@ -96,6 +97,7 @@ fn metadata(crd: &Crd, out: &mut Vec<Finding>) {
     if !crd.text("/metadata/namespace").is_empty() {
         out.push(forbidden("metadata.namespace", "not allowed on this type"));
     }
+    object_meta::findings(crd.raw, out);
 }
 
 fn group_and_scope(crd: &Crd, out: &mut Vec<Finding>) {
