@@ -10,7 +10,7 @@ use super::{
     Bundle, Channel, DeclarativeConfig, Deprecation, Meta, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
-use crate::manifest::{ManifestError, read_stream};
+use crate::manifest::{ManifestError, read_stream_generic};
 
 /// Why a catalog could not be loaded: the file, the line when known, and opm's wording.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -199,7 +199,7 @@ fn documents(path: &Path, text: &str) -> Result<Vec<(Option<u64>, Value)>, LoadE
         }
         return Ok(out);
     }
-    match read_stream(path, text) {
+    match read_stream_generic(path, text) {
         Ok(documents) => Ok(documents
             .into_iter()
             .map(|d| (Some(d.location.line), d.value))

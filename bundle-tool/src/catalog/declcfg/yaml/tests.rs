@@ -6,10 +6,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::to_json;
-use crate::manifest::read_stream;
+use crate::manifest::read_stream_generic;
 
 fn reference(text: &str) -> Vec<Value> {
-    read_stream(Path::new("t.yaml"), text)
+    read_stream_generic(Path::new("t.yaml"), text)
         .unwrap_or_else(|e| panic!("serde-saphyr rejects {text:?}: {e}"))
         .into_iter()
         .map(|d| d.value)
