@@ -146,6 +146,8 @@ fn multi_line_plain_scalars_fold() {
 fn documents_and_empty_values() {
     same("---\na: 1\n---\n---\n\nb: 2\n");
     same("a:\nb: ~\nc: null\nd: ''\n");
+    // A repeated key keeps its last value, as with serde-saphyr's `LastWins`.
+    same("a: 1\nb:\n  c: x\n  c: y\na: 2\n");
     same("\n\n---   \na: 1\n");
     same(
         "# header\n---\n# only a comment\n---\na:\n  # inside\n  b: |\n    # content\n  # after\nc: x\n",
