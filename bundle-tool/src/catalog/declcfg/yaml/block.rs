@@ -10,6 +10,7 @@ impl Transcoder<'_> {
     /// A block mapping whose entries sit at `indent`, its first key at `key_at` (which may
     /// be inside a line, after `- `).
     pub(super) fn map(&mut self, indent: usize, mut key_at: usize) -> Option<()> {
+        self.enter()?;
         self.out.push('{');
         loop {
             self.key(key_at)?;
@@ -29,11 +30,13 @@ impl Transcoder<'_> {
             }
         }
         self.out.push('}');
+        self.depth -= 1;
         Some(())
     }
 
     /// A block sequence whose `-` sit at `indent`, the first one at `dash_at`.
     fn seq(&mut self, indent: usize, mut dash_at: usize) -> Option<()> {
+        self.enter()?;
         self.out.push('[');
         loop {
             self.pos = dash_at + 1;
@@ -49,7 +52,14 @@ impl Transcoder<'_> {
             }
         }
         self.out.push(']');
+        self.depth -= 1;
         Some(())
+    }
+
+    /// Opens one more level of nesting, or declines past [`super::MAX_DEPTH`].
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= super::MAX_DEPTH).then_some(())
     }
 
     /// Writes the key at `at` and its `:`; leaves the cursor after the `:`.

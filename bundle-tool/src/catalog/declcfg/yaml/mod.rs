@@ -32,6 +32,7 @@ pub fn to_json(text: &str) -> Option<String> {
         src: text.as_bytes(),
         pos: 0,
         out: String::with_capacity(text.len() + text.len() / 8),
+        depth: 0,
     };
     loop {
         match t.peek()? {
@@ -98,7 +99,13 @@ struct Transcoder<'a> {
     src: &'a [u8],
     pos: usize,
     out: String,
+    /// How many mappings and sequences are open: deep nesting is left to serde-saphyr
+    /// rather than risking the stack.
+    depth: usize,
 }
+
+/// The deepest nesting the transcoder follows (serde-saphyr itself stops at 64 levels).
+const MAX_DEPTH: usize = 60;
 
 impl Transcoder<'_> {
     /// The index of the `\n` ending the line that contains `from`, or the text's length.

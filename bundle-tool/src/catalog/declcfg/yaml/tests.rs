@@ -182,4 +182,7 @@ fn anything_else_is_declined() {
     ] {
         declines(text);
     }
+    // Nesting deeper than the transcoder follows is declined, not a stack overflow.
+    declines(&format!("a:\n{}x\n", "- ".repeat(100_000)));
+    same(&format!("a:\n{}x\n", "- ".repeat(50)));
 }
