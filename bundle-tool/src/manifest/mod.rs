@@ -7,4 +7,6 @@ mod object;
 mod stream;
 
 pub use object::{KubeObject, ObjectRef};
-pub use stream::{Document, ManifestError, SourceLocation, read_path, read_stream};
+pub use stream::{
+    Document, ManifestError, SourceLocation, read_path, read_stream, read_stream_generic,
+};

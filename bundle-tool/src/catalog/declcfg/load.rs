@@ -10,7 +10,7 @@ use super::{
     Bundle, Channel, DeclarativeConfig, Deprecation, Meta, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
-use crate::manifest::{ManifestError, read_stream};
+use crate::manifest::{ManifestError, read_stream_generic};
 
 /// Why a catalog could not be loaded: the file, the line when known, and opm's wording.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -140,7 +140,16 @@ fn walk(
 
 /// Parses one file's documents into `config`.
 pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Result<(), LoadError> {
-    if text.trim_start().starts_with('{') && super::json::load_json(text, config) {
+    if text.trim_start().starts_with('{') {
+        if super::json::load_json(text, config) {
+            return Ok(());
+        }
+    } else if let Some(json) = super::yaml::to_json(text)
+        && super::json::load_json(&json, config)
+    {
+        // Machine-written YAML: transcoded to JSON and read by the typed path. Anything the
+        // transcoder declines, and any file with an error, is read by serde-saphyr below, so
+        // errors keep its text and lines.
         return Ok(());
     }
     load_generic(path, text, config)
@@ -190,7 +199,7 @@ fn documents(path: &Path, text: &str) -> Result<Vec<(Option<u64>, Value)>, LoadE
         }
         return Ok(out);
     }
-    match read_stream(path, text) {
+    match read_stream_generic(path, text) {
         Ok(documents) => Ok(documents
             .into_iter()
             .map(|d| (Some(d.location.line), d.value))

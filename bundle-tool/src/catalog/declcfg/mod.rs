@@ -4,6 +4,7 @@ mod ignore;
 mod json;
 mod load;
 mod write;
+pub mod yaml;
 
 pub use load::{LoadError, add_document, load_dir, load_str};
 pub use write::{to_json, to_yaml, write_json};
