@@ -3,9 +3,11 @@
 mod ignore;
 mod json;
 mod load;
+mod raw;
 mod write;
 
 pub use load::{LoadError, add_document, load_dir, load_str};
+pub use raw::RawJson;
 pub use write::{to_json, to_yaml, write_json};
 
 use serde::{Deserialize, Serialize};
@@ -112,8 +114,8 @@ pub struct Property {
     /// The property type (`olm.package`, `olm.gvk`, …).
     #[serde(rename = "type")]
     pub type_: String,
-    /// Its value, any JSON.
-    pub value: Value,
+    /// Its value, any JSON, as compact text: decoded only where a rule reads it.
+    pub value: RawJson,
 }
 
 /// A related image of a bundle.
@@ -156,7 +158,7 @@ impl Bundle {
         self.properties
             .iter()
             .filter(|p| p.type_ == "olm.bundle.object")
-            .filter_map(|p| p.value.get("data").and_then(Value::as_str))
+            .filter_map(|p| p.value.str_field("data"))
             .filter_map(|data| {
                 base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).ok()
             })

@@ -129,7 +129,21 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
                 )),
             }
         };
-        let value = &property.value;
+        // Only values of the types opm parses are decoded, and only for the check.
+        let known = matches!(
+            property.type_.as_str(),
+            "olm.package"
+                | "olm.gvk"
+                | "olm.gvk.required"
+                | "olm.package.required"
+                | "olm.bundle.object"
+                | "olm.channel"
+                | "olm.csv.metadata"
+        );
+        if !known {
+            continue;
+        }
+        let value = &property.value.to_value();
         match property.type_.as_str() {
             "olm.package" => {
                 expect_object(

@@ -1,0 +1,415 @@
+//! Free-form JSON values (property values) kept as their compact text.
+//!
+//! A `serde_json::Value` object costs a B-tree node of ~640 bytes however few keys it has;
+//! the text of a typical property value is 50–200 bytes. Catalogs hold one value per
+//! property of every bundle, so the text is what the documents and the model keep, and a
+//! value is decoded only where a rule or an action reads it. Object keys are kept sorted, as
+//! opm's render writes them (for JSON input too); writing a value transcodes the text
+//! token by token into the output serializer, so pretty output is indented like the rest of
+//! the document and no tree is built.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{self, SerializeMap, SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A JSON value as compact text (no whitespace outside strings).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RawJson(Box<str>);
+
+impl RawJson {
+    /// The compact text of `value` (its keys sorted, as `Value` keeps them).
+    pub fn from_value(value: &Value) -> RawJson {
+        // Serializing a `Value` cannot fail: its keys are strings.
+        RawJson(serde_json::to_string(value).unwrap_or_default().into())
+    }
+
+    /// Checks that `text` is one JSON value and keeps it compacted, keys sorted.
+    pub fn from_json(text: &str) -> Result<RawJson, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Text already known to be valid JSON, without its whitespace between tokens.
+    fn compacted(text: &str) -> RawJson {
+        RawJson(compact(text).into())
+    }
+
+    /// The compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value as a tree, for rules that inspect its shape.
+    pub fn to_value(&self) -> Value {
+        // The text was valid JSON when it was stored.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// Decodes the value into a typed struct.
+    pub fn decode<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+
+    /// The string at key `name` of an object value (the last one when a key repeats, as a
+    /// decoded object keeps it); `None` when the value is not an object, lacks the key, or
+    /// holds something else than a string there.
+    pub fn str_field(&self, name: &str) -> Option<String> {
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        deserializer
+            .deserialize_any(FieldVisitor { name })
+            .ok()
+            .flatten()
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&Value> for RawJson {
+    fn from(value: &Value) -> RawJson {
+        RawJson::from_value(value)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawJson, D::Error> {
+        // From serde_json's reader this is the text as written; from a `Value` it is the
+        // value serialized. Either way no tree is kept.
+        let text: Box<str> = Box::<RawValue>::deserialize(deserializer)?.into();
+        // opm writes property values with their keys sorted (its render output is what a
+        // `Value` round trip gives): text whose keys are not strictly increasing at every
+        // level (unsorted, or repeated) is stored as that round trip. Machine-written
+        // catalogs are sorted already, so the check is all most values cost.
+        if !keys_sorted(&text) {
+            let value: Value = serde_json::from_str(&text).map_err(de::Error::custom)?;
+            return Ok(RawJson::from_value(&value));
+        }
+        if text
+            .bytes()
+            .any(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            Ok(RawJson::compacted(&text))
+        } else {
+            Ok(RawJson(text))
+        }
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        Transcode(Cell::new(Some(&mut deserializer))).serialize(serializer)
+    }
+}
+
+/// Whether the keys of every object in `text` (valid JSON) are strictly increasing, as a
+/// `Value` (a B-tree map) would write them.
+fn keys_sorted(text: &str) -> bool {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    Sorted.deserialize(&mut deserializer).is_ok()
+}
+
+/// Walks a value, failing at the first object whose keys are not strictly increasing.
+#[derive(Clone, Copy)]
+struct Sorted;
+
+impl<'de> DeserializeSeed<'de> for Sorted {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Sorted {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Sorted)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut previous: Option<KeyIs<'de>> = None;
+        while let Some(key) = map.next_key::<KeyIs>()? {
+            if previous.as_ref().is_some_and(|p| p.0 >= key.0) {
+                return Err(de::Error::custom("keys not sorted"));
+            }
+            map.next_value_seed(Sorted)?;
+            previous = Some(key);
+        }
+        Ok(())
+    }
+}
+
+/// `text` without the whitespace between tokens (strings are copied as they are).
+fn compact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Finds one string field of an object without decoding the others.
+struct FieldVisitor<'n> {
+    name: &'n str,
+}
+
+impl<'de> Visitor<'de> for FieldVisitor<'_> {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<KeyIs>()? {
+            if key.0 == self.name {
+                found = match map.next_value::<Value>()? {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                };
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<String>, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+}
+
+/// An object key, borrowed when it has no escapes.
+struct KeyIs<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for KeyIs<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KeyIs<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = KeyIs<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<KeyIs<'de>, E> {
+                Ok(KeyIs(key.into()))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<KeyIs<'de>, E> {
+                Ok(KeyIs(key.to_string().into()))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// A deserializer as a `Serialize`: each token read is written to the serializer. The cell
+/// lets `serialize(&self)` consume the deserializer once.
+struct Transcode<D>(Cell<Option<D>>);
+
+impl<'de, D: Deserializer<'de>> Serialize for Transcode<D> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let deserializer = self
+            .0
+            .take()
+            .ok_or_else(|| ser::Error::custom("a value can be written once"))?;
+        deserializer
+            .deserialize_any(Forward(serializer))
+            .map_err(ser::Error::custom)
+    }
+}
+
+/// Writes every token it visits to the serializer it holds.
+struct Forward<S>(S);
+
+fn fail<E: de::Error>(error: impl fmt::Display) -> E {
+    E::custom(error)
+}
+
+impl<'de, S: Serializer> Visitor<'de> for Forward<S> {
+    type Value = S::Ok;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<S::Ok, E> {
+        self.0.serialize_bool(v).map_err(fail)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<S::Ok, E> {
+        self.0.serialize_i64(v).map_err(fail)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<S::Ok, E> {
+        self.0.serialize_u64(v).map_err(fail)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<S::Ok, E> {
+        self.0.serialize_f64(v).map_err(fail)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<S::Ok, E> {
+        self.0.serialize_str(v).map_err(fail)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<S::Ok, E> {
+        self.0.serialize_unit().map_err(fail)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<S::Ok, A::Error> {
+        let mut out = self.0.serialize_seq(seq.size_hint()).map_err(fail)?;
+        while seq.next_element_seed(Element(&mut out))?.is_some() {}
+        out.end().map_err(fail)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<S::Ok, A::Error> {
+        let mut out = self.0.serialize_map(map.size_hint()).map_err(fail)?;
+        while map.next_key_seed(Key(&mut out))?.is_some() {
+            map.next_value_seed(Entry(&mut out))?;
+        }
+        out.end().map_err(fail)
+    }
+}
+
+/// Writes one array element.
+struct Element<'a, O>(&'a mut O);
+
+impl<'de, O: SerializeSeq> DeserializeSeed<'de> for Element<'_, O> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.0
+            .serialize_element(&Transcode(Cell::new(Some(deserializer))))
+            .map_err(fail)
+    }
+}
+
+/// Writes one object key.
+struct Key<'a, O>(&'a mut O);
+
+impl<'de, O: SerializeMap> DeserializeSeed<'de> for Key<'_, O> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de, O: SerializeMap> Visitor<'de> for Key<'_, O> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<(), E> {
+        self.0.serialize_key(key).map_err(fail)
+    }
+}
+
+/// Writes one object value.
+struct Entry<'a, O>(&'a mut O);
+
+impl<'de, O: SerializeMap> DeserializeSeed<'de> for Entry<'_, O> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.0
+            .serialize_value(&Transcode(Cell::new(Some(deserializer))))
+            .map_err(fail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_keys_like_opm_and_drops_whitespace() {
+        let raw: RawJson =
+            serde_json::from_str("{ \"a\" : [1, 2.5, \"x y\"],\n \"b\": {\"c\": null} }").unwrap();
+        assert_eq!(raw.as_str(), r#"{"a":[1,2.5,"x y"],"b":{"c":null}}"#);
+        let raw: RawJson = serde_json::from_str(r#"{"b":1,"a":{"d":2,"c":3},"b":4}"#).unwrap();
+        assert_eq!(raw.as_str(), r#"{"a":{"c":3,"d":2},"b":4}"#);
+        let raw: RawJson = serde_json::from_str(r#"[{"x":1},{"b":1,"a":2}]"#).unwrap();
+        assert_eq!(raw.as_str(), r#"[{"x":1},{"a":2,"b":1}]"#);
+        assert_eq!(serde_json::to_string(&raw).unwrap(), raw.as_str());
+    }
+
+    #[test]
+    fn pretty_output_is_indented_with_the_document() {
+        #[derive(Serialize)]
+        struct Doc {
+            value: RawJson,
+        }
+        let doc = Doc {
+            value: RawJson::from_json(r#"{"a":[true],"z":1}"#).unwrap(),
+        };
+        assert_eq!(
+            serde_json::to_string_pretty(&doc).unwrap(),
+            "{\n  \"value\": {\n    \"a\": [\n      true\n    ],\n    \"z\": 1\n  }\n}"
+        );
+    }
+
+    #[test]
+    fn from_a_value_and_string_fields() {
+        let value = serde_json::json!({"data": "e30=", "n": 1});
+        let raw: RawJson = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(raw.to_value(), value);
+        assert_eq!(raw.str_field("data").as_deref(), Some("e30="));
+        assert_eq!(raw.str_field("n"), None);
+        assert_eq!(RawJson::from_json("[1]").unwrap().str_field("data"), None);
+        let escaped = RawJson::from_json(r#"{"d\u0061ta":"x","data":"y"}"#).unwrap();
+        assert_eq!(escaped.str_field("data").as_deref(), Some("y"));
+        assert!(RawJson::from_json("{").is_err());
+    }
+}
