@@ -145,10 +145,18 @@ pub struct Bundle {
     #[serde(default)]
     pub image: String,
     /// Properties.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact_vec"
+    )]
     pub properties: Vec<Property>,
     /// Related images.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact_vec"
+    )]
     pub related_images: Vec<RelatedImage>,
 }
 
@@ -211,6 +219,18 @@ pub struct Meta {
     pub name: String,
     /// The whole document.
     pub blob: Value,
+}
+
+/// A vector decoded element by element, without the up to 3/4 slack its growth leaves: a
+/// bundle's vectors live as long as the catalog (one related image used to hold room for 4).
+fn exact_vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut items = Vec::<T>::deserialize(deserializer)?;
+    items.shrink_to_fit();
+    Ok(items)
 }
 
 mod base64_bytes {
