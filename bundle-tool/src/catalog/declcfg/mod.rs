@@ -7,7 +7,7 @@ mod raw;
 mod write;
 
 pub use load::{LoadError, add_document, load_dir, load_str};
-pub use raw::RawJson;
+pub use raw::{Kind, RawJson};
 pub use write::{to_json, to_yaml, write_json};
 
 use serde::{Deserialize, Serialize};

@@ -54,6 +54,34 @@ impl RawJson {
         serde_json::from_str(&self.0)
     }
 
+    /// What kind of JSON value this is.
+    pub fn kind(&self) -> Kind {
+        match self.0.as_bytes().first() {
+            Some(b'n') => Kind::Null,
+            Some(b't' | b'f') => Kind::Bool,
+            Some(b'"') => Kind::String,
+            Some(b'[') => Kind::Array,
+            Some(b'{') => Kind::Object,
+            _ => match self.decode::<Value>() {
+                Ok(Value::Number(n)) if n.is_f64() => Kind::Float,
+                _ => Kind::Int,
+            },
+        }
+    }
+
+    /// For an object value, the kind held under each of `names`, the key matched ignoring
+    /// ASCII case (the first such key: Go's decoder matches fields that way); nothing else
+    /// is decoded.
+    pub fn field_kinds(&self, names: &[&str]) -> Vec<Option<Kind>> {
+        let mut found = vec![None; names.len()];
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        let _ = deserializer.deserialize_any(FieldKinds {
+            names,
+            found: &mut found,
+        });
+        found
+    }
+
     /// The string at key `name` of an object value (the last one when a key repeats, as a
     /// decoded object keeps it); `None` when the value is not an object, lacks the key, or
     /// holds something else than a string there.
@@ -97,10 +125,7 @@ impl<'de> Deserialize<'de> for RawJson {
             let value: Value = serde_json::from_str(&text).map_err(de::Error::custom)?;
             return Ok(RawJson::from_value(&value));
         }
-        if text
-            .bytes()
-            .any(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        {
+        if has_outer_whitespace(&text) {
             Ok(RawJson::compacted(&text))
         } else {
             Ok(RawJson(text))
@@ -173,6 +198,28 @@ impl<'de> Visitor<'de> for Sorted {
     }
 }
 
+/// Whether `text` has whitespace between tokens (text written from a `Value` has none, but
+/// its strings often hold spaces, which must not cost a copy).
+fn has_outer_whitespace(text: &str) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    for b in text.bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            return true;
+        }
+    }
+    false
+}
+
 /// `text` without the whitespace between tokens (strings are copied as they are).
 fn compact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -193,6 +240,114 @@ fn compact(text: &str) -> String {
         }
     }
     out
+}
+
+/// The kind of a JSON value, numbers split as a decoder sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// A number that decodes as an integer.
+    Int,
+    /// Any other number.
+    Float,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+impl Kind {
+    /// The name Go's decoder gives it in its messages.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "bool",
+            Kind::Int | Kind::Float => "number",
+            Kind::String => "string",
+            Kind::Array => "array",
+            Kind::Object => "object",
+        }
+    }
+}
+
+/// Names the kind of the value it visits, skipping what is inside.
+struct KindVisitor;
+
+impl<'de> DeserializeSeed<'de> for KindVisitor {
+    type Value = Kind;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kind, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KindVisitor {
+    type Value = Kind;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+        Ok(Kind::Bool)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+        Ok(Kind::Int)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+        Ok(Kind::Int)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+        Ok(Kind::Float)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
+        Ok(Kind::String)
+    }
+    fn visit_unit<E>(self) -> Result<Kind, E> {
+        Ok(Kind::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(Kind::Array)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Kind::Object)
+    }
+}
+
+/// Records the kinds of some fields of an object.
+struct FieldKinds<'a> {
+    names: &'a [&'a str],
+    found: &'a mut Vec<Option<Kind>>,
+}
+
+impl<'de> Visitor<'de> for FieldKinds<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<KeyIs>()? {
+            let slot = self
+                .names
+                .iter()
+                .zip(self.found.iter())
+                .position(|(name, found)| found.is_none() && key.0.eq_ignore_ascii_case(name));
+            match slot {
+                Some(i) => self.found[i] = Some(map.next_value_seed(KindVisitor)?),
+                None => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Finds one string field of an object without decoding the others.
@@ -411,5 +566,13 @@ mod tests {
         let escaped = RawJson::from_json(r#"{"d\u0061ta":"x","data":"y"}"#).unwrap();
         assert_eq!(escaped.str_field("data").as_deref(), Some("y"));
         assert!(RawJson::from_json("{").is_err());
+        let raw = RawJson::from_json(r#"{"Data":1.5,"data":"x","n":[{"a":1}],"p":7}"#).unwrap();
+        assert_eq!(
+            raw.field_kinds(&["data", "n", "p", "q"]),
+            [Some(Kind::Float), Some(Kind::Array), Some(Kind::Int), None]
+        );
+        assert_eq!(raw.kind(), Kind::Object);
+        assert_eq!(RawJson::from_json("-2").unwrap().kind(), Kind::Int);
+        assert_eq!(RawJson::from_json("2e3").unwrap().kind(), Kind::Float);
     }
 }
