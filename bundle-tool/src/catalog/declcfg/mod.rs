@@ -4,6 +4,7 @@ mod ignore;
 mod json;
 mod load;
 mod raw;
+mod transcode;
 mod write;
 
 pub use load::{LoadError, add_document, load_dir, load_str};
