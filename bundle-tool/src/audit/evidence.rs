@@ -214,9 +214,11 @@ impl CapabilityEvidence {
                 .find(|p| p.type_ == kind)
                 .map(|p| &p.value)
         };
-        let metadata = property("olm.csv.metadata").cloned().unwrap_or(Value::Null);
+        let metadata = property("olm.csv.metadata")
+            .map(|v| v.to_value())
+            .unwrap_or(Value::Null);
         let version = property("olm.package")
-            .and_then(|v| text(&v["version"]))
+            .and_then(|v| v.str_field("version"))
             .unwrap_or_default();
         // A bundle may sit in several channels with different edges: any edge counts.
         let mut upgrade = UpgradeEdges::default();

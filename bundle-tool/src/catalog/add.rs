@@ -211,7 +211,7 @@ mod tests {
             image: format!("example.com/p:{version}"),
             properties: vec![Property {
                 type_: "olm.package".into(),
-                value: serde_json::json!({"packageName": "p", "version": version}),
+                value: (&serde_json::json!({"packageName": "p", "version": version})).into(),
             }],
             related_images: Vec::new(),
         }

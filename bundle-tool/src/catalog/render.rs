@@ -9,7 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use super::declcfg::{Bundle, Property, RelatedImage};
+use super::declcfg::{Bundle, Property, RawJson, RelatedImage};
 use crate::bundle::annotations::PACKAGE_KEY;
 use crate::manifest::read_stream;
 
@@ -321,7 +321,8 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
     objects_properties.sort();
     let to_property = |(type_, raw): (String, String)| Property {
         type_,
-        value: serde_json::from_str(&raw).unwrap_or(Value::Null),
+        // `go_json` wrote valid JSON.
+        value: RawJson::from_json(&raw).unwrap_or_else(|_| RawJson::from_value(&Value::Null)),
     };
     let properties: Vec<Property> = properties
         .into_iter()

@@ -380,29 +380,31 @@ fn bundle_record(
     let mut objects = Vec::new();
     let mut version = String::new();
     for property in bundle.properties.iter() {
+        // Decoded for the index only: the model keeps the text.
+        let value = property.value.to_value();
         match property.type_.as_str() {
             "olm.bundle.object" => {
-                objects.push(bundle_object_json(&property.value)?);
+                objects.push(bundle_object_json(&value)?);
                 continue;
             }
             "olm.csv.metadata" => {
-                metadata.push(&property.value);
+                metadata.push(value);
                 continue;
             }
             "olm.package" => {
-                version = gvk_field(&property.value, "version");
+                version = gvk_field(&value, "version");
             }
-            "olm.gvk" => provides.push(gvk(&property.value)),
+            "olm.gvk" => provides.push(gvk(&value)),
             "olm.gvk.required" => {
-                required.push(gvk(&property.value));
+                required.push(gvk(&value));
                 dependencies.push(api::Dependency {
                     r#type: "olm.gvk".into(),
-                    value: property_json(&property.value),
+                    value: property_json(&value),
                 });
             }
             "olm.package.required" => {
                 // Encoded like opm: the struct's field order, no HTML escaping.
-                let text = |name: &str| Value::String(gvk_field(&property.value, name)).to_string();
+                let text = |name: &str| Value::String(gvk_field(&value, name)).to_string();
                 dependencies.push(api::Dependency {
                     r#type: "olm.package".into(),
                     value: format!(
@@ -416,7 +418,7 @@ fn bundle_record(
         }
         properties.push(api::Property {
             r#type: property.type_.clone(),
-            value: property_json(&property.value),
+            value: property_json(&value),
         });
     }
     if metadata.len() > 1 {

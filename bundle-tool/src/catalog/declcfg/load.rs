@@ -301,11 +301,7 @@ pub(super) fn check_bundle_objects(bundle: &Bundle) -> Result<(), String> {
         .iter()
         .filter(|p| p.type_ == "olm.bundle.object")
     {
-        let data = property
-            .value
-            .get("data")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let data = property.value.str_field("data").unwrap_or_default();
         base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
             .map_err(|e| format!("read bundle objects: {e}"))?;
     }

@@ -3,10 +3,13 @@
 mod ignore;
 mod json;
 mod load;
+mod raw;
+mod transcode;
 mod write;
 pub mod yaml;
 
 pub use load::{LoadError, add_document, load_dir, load_str};
+pub use raw::{Kind, RawJson};
 pub use write::{to_json, to_yaml, write_json};
 
 use serde::{Deserialize, Serialize};
@@ -113,8 +116,8 @@ pub struct Property {
     /// The property type (`olm.package`, `olm.gvk`, …).
     #[serde(rename = "type")]
     pub type_: String,
-    /// Its value, any JSON.
-    pub value: Value,
+    /// Its value, any JSON, as compact text: decoded only where a rule reads it.
+    pub value: RawJson,
 }
 
 /// A related image of a bundle.
@@ -144,10 +147,18 @@ pub struct Bundle {
     #[serde(default)]
     pub image: String,
     /// Properties.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact_vec"
+    )]
     pub properties: Vec<Property>,
     /// Related images.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact_vec"
+    )]
     pub related_images: Vec<RelatedImage>,
 }
 
@@ -157,7 +168,7 @@ impl Bundle {
         self.properties
             .iter()
             .filter(|p| p.type_ == "olm.bundle.object")
-            .filter_map(|p| p.value.get("data").and_then(Value::as_str))
+            .filter_map(|p| p.value.str_field("data"))
             .filter_map(|data| {
                 base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).ok()
             })
@@ -210,6 +221,18 @@ pub struct Meta {
     pub name: String,
     /// The whole document.
     pub blob: Value,
+}
+
+/// A vector decoded element by element, without the up to 3/4 slack its growth leaves: a
+/// bundle's vectors live as long as the catalog (one related image used to hold room for 4).
+fn exact_vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut items = Vec::<T>::deserialize(deserializer)?;
+    items.shrink_to_fit();
+    Ok(items)
 }
 
 mod base64_bytes {

@@ -95,7 +95,7 @@ impl UpgradeGraph {
             if graph.versions.contains_key(&bundle.name) {
                 continue;
             }
-            let packages: Vec<&serde_json::Value> = bundle
+            let packages: Vec<&crate::catalog::declcfg::RawJson> = bundle
                 .properties
                 .iter()
                 .filter(|p| p.type_ == SCHEMA_PACKAGE)
@@ -107,7 +107,8 @@ impl UpgradeGraph {
                     bundle.name
                 ));
             };
-            let text = property["version"].as_str().unwrap_or_default();
+            let version = property.str_field("version");
+            let text = version.as_deref().unwrap_or_default();
             let version = parse_version(text).map_err(|e| {
                 format!("bundle {:?} has invalid version {text:?}: {e}", bundle.name)
             })?;

@@ -10,11 +10,9 @@ mod error;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-pub use error::ValidationTree;
-use serde_json::Value;
-
-use super::declcfg::{DeclarativeConfig, Icon, Property, RelatedImage};
+use super::declcfg::{DeclarativeConfig, Icon, Kind, Property, RawJson, RelatedImage};
 use crate::version_range::VersionRange;
+pub use error::ValidationTree;
 
 /// A catalog: packages by name.
 #[derive(Clone, Debug, Default)]
@@ -97,27 +95,26 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
                 property.type_
             )
         };
-        let expect_object = |value: &Value, fields: &[(&str, &str)]| -> Result<(), String> {
-            match value {
-                Value::Null => Ok(()),
-                Value::Object(map) => {
-                    for (field, kind) in fields {
-                        let Some(v) = map
-                            .iter()
-                            .find(|(k, _)| k.eq_ignore_ascii_case(field))
-                            .map(|(_, v)| v)
-                        else {
+        // Only the kinds of the fields opm's typed structs read are looked at: nothing is
+        // decoded into a tree.
+        let expect_object = |value: &RawJson, fields: &[(&str, &str)]| -> Result<(), String> {
+            match value.kind() {
+                Kind::Null => Ok(()),
+                Kind::Object => {
+                    let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+                    for ((field, kind), found) in fields.iter().zip(value.field_kinds(&names)) {
+                        let Some(found) = found else {
                             continue;
                         };
                         let ok = match *kind {
-                            "string" => v.is_string() || v.is_null(),
-                            "int" => v.is_i64() || v.is_u64() || v.is_null(),
+                            "string" => matches!(found, Kind::String | Kind::Null),
+                            "int" => matches!(found, Kind::Int | Kind::Null),
                             _ => true,
                         };
                         if !ok {
                             return Err(format!(
                                 "json: cannot unmarshal {} into Go struct field .{field} of type {kind}",
-                                json_kind(v)
+                                found.go_name()
                             ));
                         }
                     }
@@ -125,7 +122,7 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
                 }
                 other => Err(format!(
                     "json: cannot unmarshal {} into Go value",
-                    json_kind(other)
+                    other.go_name()
                 )),
             }
         };
@@ -141,13 +138,7 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
                     ],
                 )
                 .map_err(fail)?;
-                let text = |k: &str| {
-                    value
-                        .get(k)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
+                let text = |k: &str| value.str_field(k).unwrap_or_default();
                 parsed
                     .packages
                     .push((text("packageName"), text("version"), text("release")));
@@ -176,17 +167,6 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
         }
     }
     Ok(parsed)
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 const DNS1123_LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";

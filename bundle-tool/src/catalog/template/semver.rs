@@ -247,7 +247,7 @@ fn versions_of(
         let bundle = rendered.iter().find(|b| &b.image == image).ok_or_else(|| {
             format!("supplied bundle image name {image:?} not found in rendered bundle images")
         })?;
-        let packages: Vec<&Value> = bundle
+        let packages: Vec<&crate::catalog::declcfg::RawJson> = bundle
             .properties
             .iter()
             .filter(|p| p.type_ == "olm.package")
@@ -259,7 +259,7 @@ fn versions_of(
                 bundle.name
             ));
         };
-        let text = |key: &str| property[key].as_str().unwrap_or_default().to_string();
+        let text = |key: &str| property.str_field(key).unwrap_or_default();
         let version = crate::version_range::parse_version(&text("version")).map_err(|e| {
             format!(
                 "bundle {:?} has invalid version {:?}: {e}",

@@ -1,0 +1,476 @@
+//! Free-form JSON values (property values) kept as their compact text.
+//!
+//! A `serde_json::Value` object costs a B-tree node of ~640 bytes however few keys it has;
+//! the text of a typical property value is 50–200 bytes. Catalogs hold one value per
+//! property of every bundle, so the text is what the documents and the model keep, and a
+//! value is decoded only where a rule or an action reads it. Object keys are kept sorted, as
+//! opm's render writes them (for JSON input too); writing a value transcodes the text
+//! token by token into the output serializer, so pretty output is indented like the rest of
+//! the document and no tree is built.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::Serializer;
+
+use super::transcode::Transcode;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A JSON value as compact text (no whitespace outside strings).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RawJson(Box<str>);
+
+impl RawJson {
+    /// The compact text of `value` (its keys sorted, as `Value` keeps them).
+    pub fn from_value(value: &Value) -> RawJson {
+        // Serializing a `Value` cannot fail: its keys are strings.
+        RawJson(serde_json::to_string(value).unwrap_or_default().into())
+    }
+
+    /// Checks that `text` is one JSON value and keeps it compacted, keys sorted.
+    pub fn from_json(text: &str) -> Result<RawJson, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Text already known to be valid JSON, without its whitespace between tokens.
+    fn compacted(text: &str) -> RawJson {
+        RawJson(compact(text).into())
+    }
+
+    /// The compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value as a tree, for rules that inspect its shape.
+    pub fn to_value(&self) -> Value {
+        // The text was valid JSON when it was stored.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// Decodes the value into a typed struct.
+    pub fn decode<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+
+    /// What kind of JSON value this is.
+    pub fn kind(&self) -> Kind {
+        match self.0.as_bytes().first() {
+            Some(b'n') => Kind::Null,
+            Some(b't' | b'f') => Kind::Bool,
+            Some(b'"') => Kind::String,
+            Some(b'[') => Kind::Array,
+            Some(b'{') => Kind::Object,
+            _ => match self.decode::<Value>() {
+                Ok(Value::Number(n)) if n.is_f64() => Kind::Float,
+                _ => Kind::Int,
+            },
+        }
+    }
+
+    /// For an object value, the kind held under each of `names`, the key matched ignoring
+    /// ASCII case (the first such key: Go's decoder matches fields that way); nothing else
+    /// is decoded.
+    pub fn field_kinds(&self, names: &[&str]) -> Vec<Option<Kind>> {
+        let mut found = vec![None; names.len()];
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        let _ = deserializer.deserialize_any(FieldKinds {
+            names,
+            found: &mut found,
+        });
+        found
+    }
+
+    /// The string at key `name` of an object value (the last one when a key repeats, as a
+    /// decoded object keeps it); `None` when the value is not an object, lacks the key, or
+    /// holds something else than a string there.
+    pub fn str_field(&self, name: &str) -> Option<String> {
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        deserializer
+            .deserialize_any(FieldVisitor { name })
+            .ok()
+            .flatten()
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&Value> for RawJson {
+    fn from(value: &Value) -> RawJson {
+        RawJson::from_value(value)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawJson, D::Error> {
+        // From serde_json's reader this is the text as written; from a `Value` it is the
+        // value serialized. Either way no tree is kept.
+        let text: Box<str> = Box::<RawValue>::deserialize(deserializer)?.into();
+        // opm writes property values with their keys sorted (its render output is what a
+        // `Value` round trip gives): text whose keys are not strictly increasing at every
+        // level (unsorted, or repeated) is stored as that round trip. Machine-written
+        // catalogs are sorted already, so the check is all most values cost.
+        if !keys_sorted(&text) {
+            let value: Value = serde_json::from_str(&text).map_err(de::Error::custom)?;
+            return Ok(RawJson::from_value(&value));
+        }
+        if has_outer_whitespace(&text) {
+            Ok(RawJson::compacted(&text))
+        } else {
+            Ok(RawJson(text))
+        }
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        Transcode(Cell::new(Some(&mut deserializer))).serialize(serializer)
+    }
+}
+
+/// Whether the keys of every object in `text` (valid JSON) are strictly increasing, as a
+/// `Value` (a B-tree map) would write them.
+fn keys_sorted(text: &str) -> bool {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    Sorted.deserialize(&mut deserializer).is_ok()
+}
+
+/// Walks a value, failing at the first object whose keys are not strictly increasing.
+#[derive(Clone, Copy)]
+struct Sorted;
+
+impl<'de> DeserializeSeed<'de> for Sorted {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Sorted {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Sorted)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut previous: Option<KeyIs<'de>> = None;
+        while let Some(key) = map.next_key::<KeyIs>()? {
+            if previous.as_ref().is_some_and(|p| p.0 >= key.0) {
+                return Err(de::Error::custom("keys not sorted"));
+            }
+            map.next_value_seed(Sorted)?;
+            previous = Some(key);
+        }
+        Ok(())
+    }
+}
+
+/// Whether `text` has whitespace between tokens (text written from a `Value` has none, but
+/// its strings often hold spaces, which must not cost a copy).
+fn has_outer_whitespace(text: &str) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    for b in text.bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            return true;
+        }
+    }
+    false
+}
+
+/// `text` without the whitespace between tokens (strings are copied as they are).
+fn compact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The kind of a JSON value, numbers split as a decoder sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// A number that decodes as an integer.
+    Int,
+    /// Any other number.
+    Float,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+impl Kind {
+    /// The name Go's decoder gives it in its messages.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "bool",
+            Kind::Int | Kind::Float => "number",
+            Kind::String => "string",
+            Kind::Array => "array",
+            Kind::Object => "object",
+        }
+    }
+}
+
+/// Names the kind of the value it visits, skipping what is inside.
+struct KindVisitor;
+
+impl<'de> DeserializeSeed<'de> for KindVisitor {
+    type Value = Kind;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kind, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KindVisitor {
+    type Value = Kind;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+        Ok(Kind::Bool)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+        Ok(Kind::Int)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+        Ok(Kind::Int)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+        Ok(Kind::Float)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
+        Ok(Kind::String)
+    }
+    fn visit_unit<E>(self) -> Result<Kind, E> {
+        Ok(Kind::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(Kind::Array)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Kind::Object)
+    }
+}
+
+/// Records the kinds of some fields of an object.
+struct FieldKinds<'a> {
+    names: &'a [&'a str],
+    found: &'a mut Vec<Option<Kind>>,
+}
+
+impl<'de> Visitor<'de> for FieldKinds<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<KeyIs>()? {
+            let slot = self
+                .names
+                .iter()
+                .zip(self.found.iter())
+                .position(|(name, found)| found.is_none() && key.0.eq_ignore_ascii_case(name));
+            match slot {
+                Some(i) => self.found[i] = Some(map.next_value_seed(KindVisitor)?),
+                None => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Finds one string field of an object without decoding the others.
+struct FieldVisitor<'n> {
+    name: &'n str,
+}
+
+impl<'de> Visitor<'de> for FieldVisitor<'_> {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<KeyIs>()? {
+            if key.0 == self.name {
+                found = match map.next_value::<Value>()? {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                };
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<String>, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+}
+
+/// An object key, borrowed when it has no escapes.
+struct KeyIs<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for KeyIs<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KeyIs<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = KeyIs<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<KeyIs<'de>, E> {
+                Ok(KeyIs(key.into()))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<KeyIs<'de>, E> {
+                Ok(KeyIs(key.to_string().into()))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_keys_like_opm_and_drops_whitespace() {
+        let raw: RawJson =
+            serde_json::from_str("{ \"a\" : [1, 2.5, \"x y\"],\n \"b\": {\"c\": null} }").unwrap();
+        assert_eq!(raw.as_str(), r#"{"a":[1,2.5,"x y"],"b":{"c":null}}"#);
+        let raw: RawJson = serde_json::from_str(r#"{"b":1,"a":{"d":2,"c":3},"b":4}"#).unwrap();
+        assert_eq!(raw.as_str(), r#"{"a":{"c":3,"d":2},"b":4}"#);
+        let raw: RawJson = serde_json::from_str(r#"[{"x":1},{"b":1,"a":2}]"#).unwrap();
+        assert_eq!(raw.as_str(), r#"[{"x":1},{"a":2,"b":1}]"#);
+        assert_eq!(serde_json::to_string(&raw).unwrap(), raw.as_str());
+    }
+
+    #[test]
+    fn pretty_output_is_indented_with_the_document() {
+        #[derive(Serialize)]
+        struct Doc {
+            value: RawJson,
+        }
+        let doc = Doc {
+            value: RawJson::from_json(r#"{"a":[true],"z":1}"#).unwrap(),
+        };
+        assert_eq!(
+            serde_json::to_string_pretty(&doc).unwrap(),
+            "{\n  \"value\": {\n    \"a\": [\n      true\n    ],\n    \"z\": 1\n  }\n}"
+        );
+    }
+
+    #[test]
+    fn from_a_value_and_string_fields() {
+        let value = serde_json::json!({"data": "e30=", "n": 1});
+        let raw: RawJson = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(raw.to_value(), value);
+        assert_eq!(raw.str_field("data").as_deref(), Some("e30="));
+        assert_eq!(raw.str_field("n"), None);
+        assert_eq!(RawJson::from_json("[1]").unwrap().str_field("data"), None);
+        let escaped = RawJson::from_json(r#"{"d\u0061ta":"x","data":"y"}"#).unwrap();
+        assert_eq!(escaped.str_field("data").as_deref(), Some("y"));
+        assert!(RawJson::from_json("{").is_err());
+        let raw = RawJson::from_json(r#"{"Data":1.5,"data":"x","n":[{"a":1}],"p":7}"#).unwrap();
+        assert_eq!(
+            raw.field_kinds(&["data", "n", "p", "q"]),
+            [Some(Kind::Float), Some(Kind::Array), Some(Kind::Int), None]
+        );
+        assert_eq!(raw.kind(), Kind::Object);
+        assert_eq!(RawJson::from_json("-2").unwrap().kind(), Kind::Int);
+        assert_eq!(RawJson::from_json("2e3").unwrap().kind(), Kind::Float);
+    }
+}
