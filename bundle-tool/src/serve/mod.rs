@@ -6,7 +6,8 @@
 //! its files change: the new one is loaded and validated beside the old one and swapped in
 //! whole, or rejected with the old one still serving.
 //!
-//! - [`api`]: the generated types, client and server of `registry.proto`.
+//! - [`api`]: the generated types, client and server of `registry.proto`; [`encoded`]: the
+//!   server that sends `Bundle` answers encoded once.
 //! - [`index`]: one snapshot, indexed for every RPC; [`csv`]: opm's synthesized CSV.
 //! - [`registry`]: the ten RPCs; [`state`]: the swappable snapshot and counters.
 //! - [`load`]: catalog folder → snapshot (with `--inline-bundles`); [`metas`], [`http`]: the
@@ -15,6 +16,7 @@
 pub mod api;
 pub mod cli;
 pub mod csv;
+pub mod encoded;
 pub mod http;
 pub mod index;
 pub mod load;
@@ -140,7 +142,7 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
 
     tonic::transport::Server::builder()
         .tcp_nodelay(true)
-        .add_service(api::registry_server::RegistryServer::new(
+        .add_service(encoded::registry_server::RegistryServer::new(
             registry::RegistryService::new(catalog.clone()),
         ))
         .add_service(HealthServer::new(AlwaysServing))
