@@ -237,10 +237,8 @@ impl CatalogIndex {
     /// encoded once per snapshot.
     pub fn single_answer(&self, package: &str, channel: &str, name: &str) -> Option<EncodedBundle> {
         let member = self.member(package, channel, name)?;
-        if let Some(blob) = member.answer.get() {
-            if let Ok(bytes) = self.spill.read(*blob) {
-                return Some(EncodedBundle::new(bytes.into()));
-            }
+        if let Some(bytes) = member.answer.get().and_then(|b| self.spill.read(*b).ok()) {
+            return Some(EncodedBundle::new(bytes.into()));
         }
         let encoded = EncodedBundle::encode(&self.trimmed_bundle(package, channel, name)?);
         if let Ok(blob) = self.spill.append(encoded.bytes()) {

@@ -10,6 +10,7 @@
 //!   server that sends `Bundle` answers encoded once.
 //! - [`index`]: one snapshot, indexed for every RPC; [`csv`]: opm's synthesized CSV.
 //! - [`registry`]: the ten RPCs; [`state`]: the swappable snapshot and counters.
+//! - [`memory`]: heap trimming after bursts of requests.
 //! - [`load`]: catalog folder → snapshot (with `--inline-bundles`); [`metas`], [`http`]: the
 //!   HTTP view; [`reload`]: SIGHUP and file watching.
 
@@ -20,6 +21,7 @@ pub mod encoded;
 pub mod http;
 pub mod index;
 pub mod load;
+pub mod memory;
 pub mod metas;
 pub mod registry;
 pub mod reload;
@@ -128,6 +130,8 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
         catalog.clone(),
         config.watch_interval,
     ));
+
+    tokio::spawn(memory::trim_after_bursts(catalog.clone()));
 
     let index = catalog.snapshot();
     tracing::info!(
