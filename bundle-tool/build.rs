@@ -17,6 +17,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        .compile_fds(descriptors.clone())?;
+    // The server again, answering with `Bundle`s encoded once (src/serve/encoded.rs); every
+    // other message is the type generated above.
+    let encoded_dir = out_dir.join("encoded");
+    std::fs::create_dir_all(&encoded_dir)?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(true)
+        .out_dir(&encoded_dir)
+        .extern_path(".api.Bundle", "crate::serve::encoded::EncodedBundle")
+        .extern_path(".api", "crate::serve::api")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -1,98 +1,36 @@
 //! `bundle-tool serve` against `opm serve` on the same catalog, in one run (not a timed
 //! test). Inputs: (a) all 39 corpus catalogs merged, (b) a generated catalog of 20,000 bundles
 //! in 500 packages. For each server: time from spawn to health SERVING (opm without a cache,
-//! and with a cache pre-built by `opm serve --cache-only`), steady-state RSS after serving a
-//! full ListBundles and the GetBundle load, the time of a full ListBundles stream, and GetBundle
-//! requests per second from 64 concurrent clients.
+//! and with a cache pre-built by `opm serve --cache-only`), RSS when idle after start-up and
+//! after serving a full ListBundles and the GetBundle load, the time of a full ListBundles
+//! stream, GetBundle requests per second from 64 concurrent clients (20,000 requests on one
+//! HTTP/2 connection, a stride through all bundles), and the server's CPU time per request.
+//!
+//! Fairness on a small machine: the load generator would otherwise compete with the server
+//! for the same cores and cap both tools' figures. So every server (opm and ours alike) runs
+//! under `taskset -c 0` and this process pins itself to CPU 1 (`sched_setaffinity`), runs a
+//! single-threaded runtime, and sends requests encoded once up front; answers are checked for
+//! status OK and a non-empty body, never decoded. With fewer than two CPUs nothing is pinned.
 //!
 //! `cargo build --release -p bundle-tool && cargo bench -p e2e --bench serve`
-//! (`SERVE_BENCH_REQUESTS` sets the GetBundle count, default 20,000).
+//!
+//! - `SERVE_BENCH_REQUESTS`: the GetBundle count (default 20,000).
+//! - `SERVE_BENCH_ROUNDS`: how many times each server runs, in turn (default 1); medians are
+//!   printed.
+//! - `SERVE_BENCH_BASELINE`: another `bundle-tool` binary to run in the same rounds (an
+//!   earlier build, to compare before and after a change on one noisy machine).
 
-use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[path = "serve_parts/load.rs"]
+mod load;
+
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bundle_tool::serve::api;
-use e2e::registry_server::{RegistryServer, ServerKind};
+use e2e::registry_server::{Launch, RegistryServer, ServerKind};
+use load::{Figures, measure};
 
-const CLIENTS: usize = 64;
-
-struct Figures {
-    startup: Duration,
-    rss_kib: u64,
-    list_bundles: Duration,
-    requests_per_second: f64,
-    bundles: usize,
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-async fn measure(server: &RegistryServer, requests: usize) -> Figures {
-    let client = server.client().await.expect("client");
-    // A full ListBundles, timed (median of 3); the keys feed the GetBundle load.
-    let mut times = Vec::new();
-    let mut keys = Vec::new();
-    for _ in 0..3 {
-        let started = Instant::now();
-        let mut stream = client
-            .clone()
-            .list_bundles(api::ListBundlesRequest {})
-            .await
-            .expect("ListBundles")
-            .into_inner();
-        keys.clear();
-        while let Some(b) = stream.message().await.expect("stream") {
-            keys.push((b.package_name, b.channel_name, b.csv_name));
-        }
-        times.push(started.elapsed());
-    }
-    times.sort();
-    let keys = Arc::new(keys);
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..CLIENTS {
-        let (mut client, keys, next) = (client.clone(), keys.clone(), next.clone());
-        workers.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= requests {
-                    break;
-                }
-                // A stride through the keys, so that no cache sees only one bundle.
-                let (package, channel, name) = &keys[(i * 7919) % keys.len()];
-                client
-                    .get_bundle(api::GetBundleRequest {
-                        pkg_name: package.clone(),
-                        channel_name: channel.clone(),
-                        csv_name: name.clone(),
-                    })
-                    .await
-                    .expect("GetBundle");
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await.expect("worker");
-    }
-    let elapsed = started.elapsed();
-    Figures {
-        startup: server.startup,
-        rss_kib: rss_kib(server.process().pid()),
-        list_bundles: times[1],
-        requests_per_second: requests as f64 / elapsed.as_secs_f64(),
-        bundles: keys.len(),
-    }
-}
+/// The CPU the servers run on; the load generator takes the next one.
+const SERVER_CPU: usize = 0;
 
 fn prebuild_opm_cache(catalog: &Path, cache: &Path) -> Duration {
     let opm = e2e::assets::Assets::locate()
@@ -113,14 +51,47 @@ fn prebuild_opm_cache(catalog: &Path, cache: &Path) -> Duration {
     started.elapsed()
 }
 
+/// Pins this process to the CPU after the servers'; `false` when the machine has one CPU.
+fn pin_load_generator() -> bool {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        return false;
+    }
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read and write it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(SERVER_CPU + 1, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// One server row: how to start it, and its figures from every round.
+struct Row {
+    name: &'static str,
+    kind: ServerKind,
+    program: Option<PathBuf>,
+    extra: Vec<String>,
+    rounds: Vec<Figures>,
+}
+
 fn main() {
-    let requests: usize = std::env::var("SERVE_BENCH_REQUESTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+    let env_usize = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let requests = env_usize("SERVE_BENCH_REQUESTS", 20_000);
+    let rounds = env_usize("SERVE_BENCH_ROUNDS", 1).max(1);
+    let baseline = std::env::var_os("SERVE_BENCH_BASELINE").map(PathBuf::from);
+    let pinned = pin_load_generator();
+    let cpus = pinned.then(|| SERVER_CPU.to_string());
     println!("bundle-tool: {}", e2e::bundle_tool_binary().display());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    println!(
+        "servers pinned to CPU {SERVER_CPU}, load generator to CPU {}: {pinned}",
+        SERVER_CPU + 1
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
@@ -136,60 +107,101 @@ fn main() {
         println!("\n## {label}: {:.1} MB", bytes as f64 / 1e6);
         let cache = work.path().join(format!("opm-cache-{}", label.len()));
         let prebuild = prebuild_opm_cache(dir, &cache);
-        let cache_flag = format!("--cache-dir={}", cache.display());
-        let timeout = Duration::from_secs(600);
-        let results = runtime.block_on(async {
-            let mut results = Vec::new();
-            for (name, kind, extra) in [
-                ("opm serve (no cache)", ServerKind::Opm, vec![]),
-                (
-                    "opm serve (pre-built cache)",
-                    ServerKind::Opm,
-                    vec![cache_flag.as_str()],
-                ),
-                (
-                    "bundle-tool serve",
-                    ServerKind::BundleTool,
-                    vec!["--watch-interval", "0"],
-                ),
-            ] {
-                let server = RegistryServer::start(kind, dir, &extra, timeout)
+        let mut rows = vec![
+            Row {
+                name: "opm serve (no cache)",
+                kind: ServerKind::Opm,
+                program: None,
+                extra: vec![],
+                rounds: vec![],
+            },
+            Row {
+                name: "opm serve (pre-built cache)",
+                kind: ServerKind::Opm,
+                program: None,
+                extra: vec![format!("--cache-dir={}", cache.display())],
+                rounds: vec![],
+            },
+            Row {
+                name: "bundle-tool serve",
+                kind: ServerKind::BundleTool,
+                program: None,
+                extra: vec!["--watch-interval".into(), "0".into()],
+                rounds: vec![],
+            },
+        ];
+        if let Some(program) = &baseline {
+            rows.push(Row {
+                name: "bundle-tool serve (baseline)",
+                kind: ServerKind::BundleTool,
+                program: Some(program.clone()),
+                extra: vec!["--watch-interval".into(), "0".into()],
+                rounds: vec![],
+            });
+        }
+        runtime.block_on(async {
+            for _ in 0..rounds {
+                for row in rows.iter_mut() {
+                    let launch = Launch {
+                        program: row.program.clone(),
+                        cpus: cpus.clone(),
+                    };
+                    let extra: Vec<&str> = row.extra.iter().map(String::as_str).collect();
+                    let server = RegistryServer::start_with(
+                        row.kind,
+                        dir,
+                        &extra,
+                        Duration::from_secs(600),
+                        &launch,
+                    )
                     .await
                     .expect("server");
-                let figures = measure(&server, requests).await;
-                server.process().terminate(Duration::from_secs(10));
-                results.push((name, figures));
+                    row.rounds.push(measure(&server, requests).await);
+                    server.process().terminate(Duration::from_secs(10));
+                }
             }
-            results
         });
         println!(
-            "opm cache pre-build (--cache-only): {:.2} s",
+            "opm cache pre-build (--cache-only): {:.2} s; medians of {rounds} round(s)",
             prebuild.as_secs_f64()
         );
         println!(
-            "{:<30} {:>10} {:>10} {:>14} {:>14}",
-            "server", "start (s)", "RSS (MiB)", "ListBundles", "GetBundle/s"
+            "{:<30} {:>9} {:>9} {:>9} {:>11} {:>11} {:>12} {:>10}",
+            "server",
+            "start (s)",
+            "RSS idle",
+            "RSS load",
+            "ListBundles",
+            "GetBundle/s",
+            "CPU µs/req",
+            "client µs"
         );
-        for (name, f) in &results {
+        let summary: Vec<Figures> = rows.iter().map(|r| Figures::median_of(&r.rounds)).collect();
+        for (row, f) in rows.iter().zip(&summary) {
             println!(
-                "{name:<30} {:>10.3} {:>10.1} {:>12.0}ms {:>14.0}   ({} bundles)",
+                "{:<30} {:>9.3} {:>8.1}M {:>8.1}M {:>9.0}ms {:>11.0} {:>12.1} {:>10.1}   ({} bundles)",
+                row.name,
                 f.startup.as_secs_f64(),
+                f.rss_idle_kib as f64 / 1024.0,
                 f.rss_kib as f64 / 1024.0,
                 f.list_bundles.as_secs_f64() * 1000.0,
                 f.requests_per_second,
+                f.server_cpu_per_request_us,
+                f.client_cpu_per_request_us,
                 f.bundles
             );
         }
-        let ours = &results[2].1;
-        let (no_cache, cached) = (&results[0].1, &results[1].1);
+        let (no_cache, cached, ours) = (&summary[0], &summary[1], &summary[2]);
         println!(
-            "ratios: start-up {:.1}x vs no cache, {:.1}x vs cache; RSS {:.2} of opm (no cache), {:.2} (cache); ListBundles {:.1}x; GetBundle throughput {:.1}x",
+            "ratios: start-up {:.1}x vs no cache, {:.1}x vs cache; RSS {:.2} of opm (no cache), {:.2} (cache); ListBundles {:.1}x; GetBundle throughput {:.1}x (no cache), {:.1}x (cache); server CPU per request {:.2} of opm",
             no_cache.startup.as_secs_f64() / ours.startup.as_secs_f64(),
             cached.startup.as_secs_f64() / ours.startup.as_secs_f64(),
             ours.rss_kib as f64 / no_cache.rss_kib as f64,
             ours.rss_kib as f64 / cached.rss_kib as f64,
             no_cache.list_bundles.as_secs_f64() / ours.list_bundles.as_secs_f64(),
             ours.requests_per_second / no_cache.requests_per_second,
+            ours.requests_per_second / cached.requests_per_second,
+            ours.server_cpu_per_request_us / no_cache.server_cpu_per_request_us,
         );
     }
 }

@@ -23,6 +23,17 @@ pub enum ServerKind {
     BundleTool,
 }
 
+/// How a server process is launched, beyond its kind and arguments.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    /// Another binary of the same kind (an earlier `bundle-tool` build, for before/after
+    /// comparisons); `None` runs this build's binary or the reference opm.
+    pub program: Option<PathBuf>,
+    /// A `taskset -c` CPU list the server is confined to (the benchmark keeps servers and its
+    /// load generator on different CPUs).
+    pub cpus: Option<String>,
+}
+
 /// A running registry server.
 pub struct RegistryServer {
     /// The program.
@@ -43,6 +54,17 @@ impl RegistryServer {
         catalog: &Path,
         extra: &[&str],
         timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        Self::start_with(kind, catalog, extra, timeout, &Launch::default()).await
+    }
+
+    /// [`RegistryServer::start`], launched as `launch` says.
+    pub async fn start_with(
+        kind: ServerKind,
+        catalog: &Path,
+        extra: &[&str],
+        timeout: Duration,
+        launch: &Launch,
     ) -> anyhow::Result<Self> {
         let port = crate::free_port()?;
         let workdir = tempfile::tempdir()?;
@@ -74,6 +96,17 @@ impl RegistryServer {
             ),
         };
         args.extend(extra.iter().map(|s| s.to_string()));
+        let program = launch.program.clone().unwrap_or(program);
+        // taskset execs the server, so the process id stays the server's.
+        let (program, args) = match &launch.cpus {
+            Some(cpus) => {
+                let mut wrapped = vec!["-c".to_string(), cpus.clone()];
+                wrapped.push(program.display().to_string());
+                wrapped.extend(args);
+                (PathBuf::from("taskset"), wrapped)
+            }
+            None => (program, args),
+        };
         let name = format!("{kind:?}").to_lowercase();
         let spawned = Instant::now();
         let process = ManagedProcess::spawn(

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::api;
 use super::csv::{CsvContext, synthesize};
+use super::encoded::EncodedBundle;
 use super::spill::{BlobRef, SpillFile, SpillWriter};
 use crate::catalog::model::{self, Model};
 use crate::catalog::render::go_json;
@@ -66,6 +67,9 @@ pub struct ChannelMember {
     pub skip_range: String,
     /// The bundle.
     pub record: Arc<BundleRecord>,
+    /// The single-bundle RPCs' answer, encoded on its first request and kept in the spill
+    /// file: later requests copy bytes instead of rebuilding and re-encoding the message.
+    pub answer: std::sync::OnceLock<BlobRef>,
 }
 
 /// What a bundle is, whatever channel lists it. The API message lives encoded in the spill
@@ -224,6 +228,26 @@ impl CatalogIndex {
         Some(bundle)
     }
 
+    /// The message `ListBundles` streams for a member, encoded.
+    pub fn listed_answer(&self, key: &BundleKey) -> Option<EncodedBundle> {
+        self.listed_bundle(key).map(|b| EncodedBundle::encode(&b))
+    }
+
+    /// The single-bundle RPCs' answer for a member ([`CatalogIndex::trimmed_bundle`]),
+    /// encoded once per snapshot.
+    pub fn single_answer(&self, package: &str, channel: &str, name: &str) -> Option<EncodedBundle> {
+        let member = self.member(package, channel, name)?;
+        if let Some(bytes) = member.answer.get().and_then(|b| self.spill.read(*b).ok()) {
+            return Some(EncodedBundle::new(bytes.into()));
+        }
+        let encoded = EncodedBundle::encode(&self.trimmed_bundle(package, channel, name)?);
+        if let Ok(blob) = self.spill.append(encoded.bytes()) {
+            // Two first requests racing both encode; the first stored copy wins.
+            let _ = member.answer.set(blob);
+        }
+        Some(encoded)
+    }
+
     /// The message the single-bundle RPCs send: `csvJson` and `object` kept, edges blanked.
     pub fn trimmed_bundle(&self, package: &str, channel: &str, name: &str) -> Option<api::Bundle> {
         let member = self.member(package, channel, name)?;
@@ -293,6 +317,7 @@ impl CatalogIndex {
                             skips: bundle.skips,
                             skip_range: bundle.skip_range,
                             record,
+                            answer: std::sync::OnceLock::new(),
                         },
                     );
                 }

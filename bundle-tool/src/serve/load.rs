@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::index::{CatalogIndex, Inline};
 use super::metas::MetaStore;
@@ -32,7 +33,11 @@ pub struct Snapshot {
 
 /// Loads and validates `root`; `Err` holds what `catalog validate` would print.
 pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, String> {
+    // Stage times go to the log: start-up work is split between the catalog loader and the
+    // index, and only the second is serve's own.
+    let started = Instant::now();
     let config = declcfg::load_dir(root).map_err(|e| e.to_string())?;
+    let loaded = started.elapsed();
     let metas = if options.keep_documents {
         Some(MetaStore::write(&config).map_err(|e| format!("store documents: {e}"))?)
     } else {
@@ -42,6 +47,7 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
     if let Some(tree) = model.validate() {
         return Err(tree.to_string());
     }
+    let validated = started.elapsed();
     let mut inline = |bundle: &model::Bundle| -> Result<Inline, String> {
         if !options.inline_bundles {
             return Ok(Inline::No);
@@ -58,9 +64,18 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
         pull_objects(&bundle.image, options.plain_http).map(Inline::Rendered)
     };
     let index = CatalogIndex::build(model, &mut inline)?;
+    let indexed = started.elapsed();
     // Loading parsed every document into short-lived trees; give those pages back so that a
     // long-running server's footprint is its index, not its start-up peak.
     trim_heap();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    tracing::info!(
+        load_ms = ms(loaded),
+        model_and_validate_ms = ms(validated - loaded),
+        index_ms = ms(indexed - validated),
+        trim_ms = ms(started.elapsed() - indexed),
+        "catalog loaded"
+    );
     Ok(Snapshot { index, metas })
 }
 
@@ -78,7 +93,8 @@ pub fn limit_malloc_arenas() {
     }
 }
 
-fn trim_heap() {
+/// Returns free heap pages (in every arena) to the kernel.
+pub fn trim_heap() {
     // SAFETY: malloc_trim only returns free heap pages to the kernel; glibc makes it
     // thread-safe.
     #[cfg(target_env = "gnu")]

@@ -6,18 +6,22 @@
 //! its files change: the new one is loaded and validated beside the old one and swapped in
 //! whole, or rejected with the old one still serving.
 //!
-//! - [`api`]: the generated types, client and server of `registry.proto`.
+//! - [`api`]: the generated types, client and server of `registry.proto`; [`encoded`]: the
+//!   server that sends `Bundle` answers encoded once.
 //! - [`index`]: one snapshot, indexed for every RPC; [`csv`]: opm's synthesized CSV.
 //! - [`registry`]: the ten RPCs; [`state`]: the swappable snapshot and counters.
+//! - [`memory`]: heap trimming after bursts of requests.
 //! - [`load`]: catalog folder → snapshot (with `--inline-bundles`); [`metas`], [`http`]: the
 //!   HTTP view; [`reload`]: SIGHUP and file watching.
 
 pub mod api;
 pub mod cli;
 pub mod csv;
+pub mod encoded;
 pub mod http;
 pub mod index;
 pub mod load;
+pub mod memory;
 pub mod metas;
 pub mod registry;
 pub mod reload;
@@ -127,6 +131,8 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
         config.watch_interval,
     ));
 
+    tokio::spawn(memory::trim_after_bursts(catalog.clone()));
+
     let index = catalog.snapshot();
     tracing::info!(
         address = %grpc_address,
@@ -140,7 +146,7 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
 
     tonic::transport::Server::builder()
         .tcp_nodelay(true)
-        .add_service(api::registry_server::RegistryServer::new(
+        .add_service(encoded::registry_server::RegistryServer::new(
             registry::RegistryService::new(catalog.clone()),
         ))
         .add_service(HealthServer::new(AlwaysServing))

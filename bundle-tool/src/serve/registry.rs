@@ -13,7 +13,8 @@ use std::task::{Context, Poll};
 use tonic::codegen::tokio_stream::{self, Stream};
 use tonic::{Request, Response, Status};
 
-use super::api::{self, registry_server::Registry};
+use super::api;
+use super::encoded::{EncodedBundle, registry_server::Registry};
 use super::index::{CatalogIndex, ChannelMember};
 use super::state::CatalogHandle;
 
@@ -43,13 +44,13 @@ pub struct BundleStream {
 }
 
 impl Stream for BundleStream {
-    type Item = Result<api::Bundle, Status>;
+    type Item = Result<EncodedBundle, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         while let Some(key) = this.index.listing.get(this.position) {
             this.position += 1;
-            if let Some(bundle) = this.index.listed_bundle(key) {
+            if let Some(bundle) = this.index.listed_answer(key) {
                 return Poll::Ready(Some(Ok(bundle)));
             }
         }
@@ -208,7 +209,7 @@ impl Registry for RegistryService {
     async fn get_bundle(
         &self,
         request: Request<api::GetBundleRequest>,
-    ) -> Result<Response<api::Bundle>, Status> {
+    ) -> Result<Response<EncodedBundle>, Status> {
         let index = self.snapshot("GetBundle");
         let api::GetBundleRequest {
             pkg_name,
@@ -222,7 +223,7 @@ impl Registry for RegistryService {
             )));
         }
         index
-            .trimmed_bundle(pkg_name, channel_name, csv_name)
+            .single_answer(pkg_name, channel_name, csv_name)
             .map(Response::new)
             .ok_or_else(|| Status::internal("bundle vanished from the index"))
     }
@@ -230,7 +231,7 @@ impl Registry for RegistryService {
     async fn get_bundle_for_channel(
         &self,
         request: Request<api::GetBundleInChannelRequest>,
-    ) -> Result<Response<api::Bundle>, Status> {
+    ) -> Result<Response<EncodedBundle>, Status> {
         let index = self.snapshot("GetBundleForChannel");
         let api::GetBundleInChannelRequest {
             pkg_name,
@@ -238,7 +239,7 @@ impl Registry for RegistryService {
         } = request.get_ref();
         let channel = find_channel(&index, pkg_name, channel_name)?;
         index
-            .trimmed_bundle(pkg_name, channel_name, &channel.head)
+            .single_answer(pkg_name, channel_name, &channel.head)
             .map(Response::new)
             .ok_or_else(|| Status::internal("channel head missing from the index"))
     }
@@ -278,7 +279,7 @@ impl Registry for RegistryService {
     async fn get_bundle_that_replaces(
         &self,
         request: Request<api::GetReplacementRequest>,
-    ) -> Result<Response<api::Bundle>, Status> {
+    ) -> Result<Response<EncodedBundle>, Status> {
         let index = self.snapshot("GetBundleThatReplaces");
         let api::GetReplacementRequest {
             csv_name,
@@ -302,7 +303,7 @@ impl Registry for RegistryService {
             .find(|(_, m)| m.replaces == *csv_name || m.skips.contains(csv_name));
         match found {
             Some((name, _)) => index
-                .trimmed_bundle(pkg_name, channel_name, name)
+                .single_answer(pkg_name, channel_name, name)
                 .map(Response::new)
                 .ok_or_else(|| Status::internal("bundle vanished from the index")),
             None => Err(unknown(format!(
@@ -358,7 +359,7 @@ impl Registry for RegistryService {
     async fn get_default_bundle_that_provides(
         &self,
         request: Request<api::GetDefaultProviderRequest>,
-    ) -> Result<Response<api::Bundle>, Status> {
+    ) -> Result<Response<EncodedBundle>, Status> {
         let index = self.snapshot("GetDefaultBundleThatProvides");
         let api::GetDefaultProviderRequest {
             group,
@@ -375,7 +376,7 @@ impl Registry for RegistryService {
             };
             if e.channel_name == package.default_channel {
                 return index
-                    .trimmed_bundle(&e.package_name, &e.channel_name, &e.bundle_name)
+                    .single_answer(&e.package_name, &e.channel_name, &e.bundle_name)
                     .map(Response::new)
                     .ok_or_else(|| Status::internal("bundle vanished from the index"));
             }

@@ -18,6 +18,7 @@ struct Inner {
     reloads_succeeded: AtomicU64,
     reloads_failed: AtomicU64,
     last_reload_ok: AtomicU64,
+    requests_started: AtomicU64,
     requests: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -54,6 +55,7 @@ impl CatalogHandle {
                 reloads_succeeded: AtomicU64::new(0),
                 reloads_failed: AtomicU64::new(0),
                 last_reload_ok: AtomicU64::new(1),
+                requests_started: AtomicU64::new(0),
                 requests: Mutex::new(BTreeMap::new()),
             }),
         }
@@ -104,8 +106,14 @@ impl CatalogHandle {
         self.inner.last_reload_ok.store(0, Ordering::Relaxed);
     }
 
+    /// RPCs started since the server started, all methods.
+    pub fn requests_started(&self) -> u64 {
+        self.inner.requests_started.load(Ordering::Relaxed)
+    }
+
     /// Counts one RPC.
     pub fn count_request(&self, method: &'static str) {
+        self.inner.requests_started.fetch_add(1, Ordering::Relaxed);
         let mut requests = self
             .inner
             .requests
