@@ -112,14 +112,31 @@ pub enum CsvSource {
 pub type ProvidedApi = (Arc<str>, Arc<str>, Arc<str>);
 
 /// What the synthesized CSV is made of besides the package's description and icon.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 pub struct SynthesisInput {
-    /// The `olm.csv.metadata` value, as compact JSON.
-    pub metadata: String,
+    /// The `olm.csv.metadata` value, embedded as JSON (not as an escaped string: writing and
+    /// reading it stays a copy).
+    pub metadata: Box<serde_json::value::RawValue>,
     /// The bundle's version, normalized (`spec.version`).
     pub version: String,
     /// The bundle's related images (name, image).
     pub related_images: Vec<(String, String)>,
+}
+
+impl SynthesisInput {
+    /// The JSON text of a [`SynthesisInput`] whose metadata is the JSON text `metadata`.
+    pub fn encode(metadata: &str, version: &str, related_images: &[(&str, &str)]) -> String {
+        let text = |value: &str| Value::from(value).to_string();
+        let images: Vec<String> = related_images
+            .iter()
+            .map(|(name, image)| format!("[{},{}]", text(name), text(image)))
+            .collect();
+        format!(
+            "{{\"metadata\":{metadata},\"version\":{},\"related_images\":[{}]}}",
+            text(version),
+            images.join(",")
+        )
+    }
 }
 
 /// Whether a bundle is served inline (empty bundle path, manifests embedded).
@@ -170,7 +187,7 @@ impl CatalogIndex {
                     package_icon: package_icon.as_deref().cloned(),
                     related_images: input.related_images,
                 };
-                let csv = synthesize(&input.metadata, &context).unwrap_or_default();
+                let csv = synthesize(input.metadata.get(), &context).unwrap_or_default();
                 if let Ok(blob) = self.spill.append(csv.as_bytes()) {
                     // Two requests racing both synthesize; the first stored blob wins.
                     let _ = record.synthesized_csv.set(blob);
@@ -361,6 +378,64 @@ fn property_json(value: &Value) -> String {
     serde_json::to_string(&crate::catalog::render::go_numbers(value.clone())).unwrap_or_default()
 }
 
+/// [`property_json`] of the raw text `raw`, which the catalog keeps compact with sorted keys:
+/// the text itself when re-encoding could not change it (no escape sequences, no number Go
+/// would print differently), else the full round trip.
+fn opm_property_json(raw: &str) -> String {
+    if is_opm_canonical(raw) {
+        return raw.to_string();
+    }
+    serde_json::from_str::<Value>(raw)
+        .map(|value| property_json(&value))
+        .unwrap_or_else(|_| raw.to_string())
+}
+
+/// True when compact, key-sorted JSON `raw` is byte-equal to its [`property_json`]: strings
+/// without escapes print the same, and so do integers that fit an `i64` without a sign on
+/// zero. Fractions, exponents, long or negative-zero numbers take the slow path.
+fn is_opm_canonical(raw: &str) -> bool {
+    if raw.contains('\\') {
+        return false;
+    }
+    let bytes = raw.as_bytes();
+    let mut in_string = false;
+    let mut number_start = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            in_string = b != b'"';
+            continue;
+        }
+        let in_number = b == b'-'
+            || b.is_ascii_digit()
+            || b == b'.'
+            || b == b'e' && number_start.is_some()
+            || b == b'E'
+            || b == b'+';
+        match (number_start, in_number) {
+            (None, true) => number_start = Some(i),
+            (Some(start), false) => {
+                if !is_plain_integer(&bytes[start..i]) {
+                    return false;
+                }
+                number_start = None;
+            }
+            _ => {}
+        }
+        in_string = b == b'"';
+    }
+    number_start.is_none_or(|start| is_plain_integer(&bytes[start..]))
+}
+
+/// An integer serde_json and Go both print as written: digits only (after an optional `-`),
+/// at most 18 of them, and not `-0`.
+fn is_plain_integer(token: &[u8]) -> bool {
+    let digits = token.strip_prefix(b"-").unwrap_or(token);
+    !digits.is_empty()
+        && digits.len() <= 18
+        && digits.iter().all(u8::is_ascii_digit)
+        && token != b"-0"
+}
+
 fn gvk(value: &Value) -> (String, String, String) {
     let field = |name: &str| {
         value
@@ -405,15 +480,32 @@ fn bundle_record(
     let mut objects = Vec::new();
     let mut version = String::new();
     for property in bundle.properties.iter() {
+        let raw = property.value.as_str();
+        match property.type_.as_str() {
+            "olm.csv.metadata" => {
+                // Read again only by the CSV synthesis, which parses the text itself.
+                metadata.push(raw);
+                continue;
+            }
+            "olm.gvk"
+            | "olm.package"
+            | "olm.gvk.required"
+            | "olm.package.required"
+            | "olm.bundle.object" => {}
+            _ => {
+                // Every other property passes through; most are already in opm's form.
+                properties.push(api::Property {
+                    r#type: property.type_.clone(),
+                    value: opm_property_json(raw),
+                });
+                continue;
+            }
+        }
         // Decoded for the index only: the model keeps the text.
         let value = property.value.to_value();
         match property.type_.as_str() {
             "olm.bundle.object" => {
                 objects.push(bundle_object_json(&value)?);
-                continue;
-            }
-            "olm.csv.metadata" => {
-                metadata.push(value);
                 continue;
             }
             "olm.package" => {
@@ -443,7 +535,7 @@ fn bundle_record(
         }
         properties.push(api::Property {
             r#type: property.type_.clone(),
-            value: property_json(&value),
+            value: opm_property_json(raw),
         });
     }
     if metadata.len() > 1 {
@@ -473,20 +565,17 @@ fn bundle_record(
         None => match metadata.first() {
             Some(value) => CsvSource::Metadata {
                 input: {
-                    let input = SynthesisInput {
-                        metadata: serde_json::to_string(value).map_err(|e| e.to_string())?,
-                        version: bundle
-                            .version
-                            .as_ref()
-                            .map(ToString::to_string)
-                            .unwrap_or_default(),
-                        related_images: bundle
-                            .related_images
-                            .iter()
-                            .map(|r| (r.name.clone(), r.image.clone()))
-                            .collect(),
-                    };
-                    let text = serde_json::to_string(&input).map_err(|e| e.to_string())?;
+                    let version = bundle
+                        .version
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let images: Vec<(&str, &str)> = bundle
+                        .related_images
+                        .iter()
+                        .map(|r| (r.name.as_str(), r.image.as_str()))
+                        .collect();
+                    let text = SynthesisInput::encode(value, &version, &images);
                     spill.append(text.as_bytes()).map_err(spill_error)?
                 },
                 package_description: package_description.clone(),
@@ -564,4 +653,29 @@ fn is_csv(object: &str) -> bool {
         .ok()
         .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_string))
         .is_some_and(|kind| kind == "ClusterServiceVersion")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_property_text_is_used_only_when_opm_would_print_the_same() {
+        let cases = [
+            (r#"{"a":1,"b":[true,false,null],"c":"x.y e"}"#, true),
+            (r#"{"n":-42,"s":"1.5"}"#, true),
+            (r#"{"n":1.0}"#, false),
+            (r#"{"n":1e3}"#, false),
+            (r#"{"n":-0}"#, false),
+            (r#"{"n":12345678901234567890}"#, false),
+            (r#"{"s":"\u00e9\n"}"#, false),
+            (r#"[1,2.50]"#, false),
+            ("7", true),
+        ];
+        for (raw, canonical) in cases {
+            assert_eq!(is_opm_canonical(raw), canonical, "{raw}");
+            let full: Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(opm_property_json(raw), property_json(&full), "{raw}");
+        }
+    }
 }
