@@ -487,6 +487,10 @@ fn bundle_record(
             }
             _ => {}
         }
+        // `value` is already decoded, but writing it from that tree (instead of parsing `raw`
+        // again) was measured to bring the same 25 MiB of fragmentation back as the
+        // pass-through below (generated catalog: 28 -> 52 MiB idle). The footprint depends on
+        // this allocation order; building the index on its own arena is the real fix.
         properties.push(api::Property {
             r#type: property.type_.clone(),
             value: opm_property_json(raw),
