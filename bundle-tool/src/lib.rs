@@ -13,6 +13,7 @@
 //! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
+//! - [`parallel`]: per-item work on every core, results in input order.
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 
 pub mod audit;
@@ -21,6 +22,7 @@ pub mod catalog;
 pub mod image;
 pub mod image_ref;
 pub mod manifest;
+pub mod parallel;
 pub mod serve;
 pub mod validate;
 pub mod version_range;
