@@ -13,12 +13,14 @@
 //! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
+//! - [`heap`]: allocator settings for commands that hold whole catalogs.
 //! - [`parallel`]: per-item work on every core, results in input order.
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 
 pub mod audit;
 pub mod bundle;
 pub mod catalog;
+pub mod heap;
 pub mod image;
 pub mod image_ref;
 pub mod manifest;

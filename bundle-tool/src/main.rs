@@ -483,6 +483,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Catalog(CatalogCommand::Validate { dir }) => {
+            bundle_tool::heap::map_large_allocations();
             match bundle_tool::catalog::model::validate_dir(&dir) {
                 Ok(model) => {
                     let bundles: usize = model
@@ -511,7 +512,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             output,
             plain_http,
         }) => {
-            let mut all = bundle_tool::catalog::declcfg::DeclarativeConfig::default();
+            bundle_tool::heap::map_large_allocations();
+            use bundle_tool::catalog::declcfg::{self, DeclarativeConfig};
+            let mut all = DeclarativeConfig::default();
+            let mut spool = declcfg::JsonSpool::new();
+            let json = matches!(output, RenderFormat::Json);
             let mut pulled = Vec::new();
             for argument in &dirs {
                 let (dir, image) = if argument.exists() {
@@ -526,7 +531,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if bundle_tool::catalog::render::is_bundle_dir(dir) {
                     let bundle = bundle_tool::catalog::render::render_bundle_dir(dir, &image)
                         .map_err(|e| anyhow::anyhow!("{}: {e}", argument.display()))?;
-                    all.bundles.push(bundle);
+                    if json {
+                        let config = DeclarativeConfig {
+                            bundles: vec![bundle],
+                            ..Default::default()
+                        };
+                        spool.append(declcfg::RenderedDocuments::of(&config)?)?;
+                    } else {
+                        all.bundles.push(bundle);
+                    }
                     continue;
                 }
                 if !image.is_empty() {
@@ -536,7 +549,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         argument.display()
                     );
                 }
-                let config = bundle_tool::catalog::declcfg::load_dir(dir)?;
+                if json {
+                    // File by file, each written out as soon as it is parsed (see `spool`).
+                    let files = declcfg::catalog_files(dir)?;
+                    let window = 2 * bundle_tool::parallel::workers();
+                    let render_file = |file: &std::path::PathBuf| -> anyhow::Result<_> {
+                        let config = declcfg::load_file(file)?;
+                        Ok(declcfg::RenderedDocuments::of(&config)?)
+                    };
+                    bundle_tool::parallel::for_each_ordered(&files, window, render_file, |r| {
+                        spool.append(r?).map_err(anyhow::Error::from)
+                    })?;
+                    continue;
+                }
+                let config = declcfg::load_dir(dir)?;
                 all.packages.extend(config.packages);
                 all.channels.extend(config.channels);
                 all.bundles.extend(config.bundles);
@@ -545,10 +571,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             match output {
-                RenderFormat::Json => bundle_tool::catalog::declcfg::write_json(&all, &mut stdout)?,
-                RenderFormat::Yaml => {
-                    stdout.write_all(bundle_tool::catalog::declcfg::to_yaml(&all).as_bytes())?
-                }
+                RenderFormat::Json => spool.write_to(&mut stdout)?,
+                RenderFormat::Yaml => stdout.write_all(declcfg::to_yaml(&all).as_bytes())?,
             }
             stdout.flush()?;
             // The process ends now: freeing every document one by one is wasted time.

@@ -46,6 +46,99 @@ where
     })
 }
 
+/// Computes `f` for every item on every core and hands the results to `consume` one at a
+/// time, in input order, on the calling thread; stops at the first error `consume` returns.
+///
+/// At most `window` items are computed ahead of the one being consumed, so memory stays
+/// bounded by a few results however many items there are (a catalog render holds one parsed
+/// file per worker, not the whole catalog).
+pub fn for_each_ordered<T, R, E, F, C>(
+    items: &[T],
+    window: usize,
+    f: F,
+    mut consume: C,
+) -> Result<(), E>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+    C: FnMut(R) -> Result<(), E>,
+{
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, mpsc};
+
+    let workers = workers().min(items.len());
+    if workers <= 1 {
+        for item in items {
+            consume(f(item))?;
+        }
+        return Ok(());
+    }
+    let window = window.max(workers);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // The index of the next result to consume, and a signal when it moves.
+    let consumed = (Mutex::new(0usize), Condvar::new());
+    let (sender, receiver) = mpsc::channel::<(usize, R)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let (next, stop, consumed, f) = (&next, &stop, &consumed, &f);
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= items.len() {
+                        break;
+                    }
+                    {
+                        let (lock, moved) = consumed;
+                        let mut done = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        while index >= *done + window && !stop.load(Ordering::Relaxed) {
+                            done = moved.wait(done).unwrap_or_else(|e| e.into_inner());
+                        }
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if sender.send((index, f(&items[index]))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut waiting: BTreeMap<usize, R> = BTreeMap::new();
+        let mut wanted = 0usize;
+        let finish = |result: Result<(), E>| {
+            stop.store(true, Ordering::Relaxed);
+            consumed.1.notify_all();
+            result
+        };
+        while wanted < items.len() {
+            let result = match waiting.remove(&wanted) {
+                Some(result) => result,
+                None => match receiver.recv() {
+                    Ok((index, result)) if index == wanted => result,
+                    Ok((index, result)) => {
+                        waiting.insert(index, result);
+                        continue;
+                    }
+                    // Every worker ended early: one panicked; the scope re-raises it.
+                    Err(_) => break,
+                },
+            };
+            if let Err(e) = consume(result) {
+                return finish(Err(e));
+            }
+            wanted += 1;
+            *consumed.0.lock().unwrap_or_else(|e| e.into_inner()) = wanted;
+            consumed.1.notify_all();
+        }
+        finish(Ok(()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +154,34 @@ mod tests {
                 "n = {n}"
             );
         }
+    }
+
+    #[test]
+    fn consumes_in_order_and_stops_at_the_first_error() {
+        let items: Vec<u64> = (0..500).collect();
+        let mut seen = Vec::new();
+        // Uneven work, so that results arrive out of order.
+        let slow = |i: &u64| {
+            if i.is_multiple_of(7) {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            *i
+        };
+        for_each_ordered(&items, 4, slow, |i| {
+            seen.push(i);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(seen, items);
+        let mut seen = Vec::new();
+        let result = for_each_ordered(&items, 4, slow, |i| {
+            if i == 123 {
+                return Err(i);
+            }
+            seen.push(i);
+            Ok(())
+        });
+        assert_eq!(result, Err(123));
+        assert_eq!(seen, (0..123).collect::<Vec<_>>());
     }
 }

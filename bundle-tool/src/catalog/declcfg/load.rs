@@ -24,30 +24,47 @@ pub struct LoadError {
     pub message: String,
 }
 
-/// Loads every catalog file below `root`.
-pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
-    let error = |path: &Path, message: String| LoadError {
-        path: path.to_path_buf(),
+/// The catalog files below `root`, in opm's walk order (sorted, `.indexignore` applied).
+pub fn catalog_files(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let metadata = std::fs::metadata(root).map_err(|e| LoadError {
+        path: root.to_path_buf(),
         line: None,
-        message,
-    };
-    let metadata = std::fs::metadata(root).map_err(|e| error(root, e.to_string()))?;
+        message: e.to_string(),
+    })?;
     if !metadata.is_dir() {
-        return Err(error(root, "not a directory".into()));
+        return Err(LoadError {
+            path: root.to_path_buf(),
+            line: None,
+            message: "not a directory".into(),
+        });
     }
     let mut rules = IgnoreRules::default();
     collect_ignore_files(root, Path::new(""), &mut rules)?;
     let mut files = Vec::new();
     walk(root, Path::new(""), &rules, &mut files)?;
+    Ok(files)
+}
+
+/// The documents of one catalog file.
+pub fn load_file(file: &Path) -> Result<DeclarativeConfig, LoadError> {
+    let error = |message: String| LoadError {
+        path: file.to_path_buf(),
+        line: None,
+        message,
+    };
+    let bytes = std::fs::read(file).map_err(|e| error(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|_| error("not UTF-8 text".into()))?;
+    let mut config = DeclarativeConfig::default();
+    load_str(file, &text, &mut config)?;
+    Ok(config)
+}
+
+/// Loads every catalog file below `root`.
+pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
+    let files = catalog_files(root)?;
     // Files are parsed on every core, each into its own config; they are then joined in walk
     // order, so the result (and the first error reported) is what a sequential load gives.
-    let load_file = |file: &PathBuf| -> Result<DeclarativeConfig, LoadError> {
-        let bytes = std::fs::read(file).map_err(|e| error(file, e.to_string()))?;
-        let text = String::from_utf8(bytes).map_err(|_| error(file, "not UTF-8 text".into()))?;
-        let mut config = DeclarativeConfig::default();
-        load_str(file, &text, &mut config)?;
-        Ok(config)
-    };
+    let load_file = |file: &PathBuf| load_file(file);
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -75,9 +92,26 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
             }
         }
     });
+    let parts: Vec<DeclarativeConfig> = results.into_iter().flatten().collect::<Result<_, _>>()?;
+    // Sized once: growing by doubling copied the document vectors at every step and kept
+    // up to twice the bundles' room at the peak (5 MiB on the generated 20,000 bundles).
     let mut config = DeclarativeConfig::default();
-    for result in results.into_iter().flatten() {
-        let part = result?;
+    config
+        .packages
+        .reserve_exact(parts.iter().map(|p| p.packages.len()).sum());
+    config
+        .channels
+        .reserve_exact(parts.iter().map(|p| p.channels.len()).sum());
+    config
+        .bundles
+        .reserve_exact(parts.iter().map(|p| p.bundles.len()).sum());
+    config
+        .deprecations
+        .reserve_exact(parts.iter().map(|p| p.deprecations.len()).sum());
+    config
+        .others
+        .reserve_exact(parts.iter().map(|p| p.others.len()).sum());
+    for part in parts {
         config.packages.extend(part.packages);
         config.channels.extend(part.channels);
         config.bundles.extend(part.bundles);

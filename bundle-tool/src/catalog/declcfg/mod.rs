@@ -4,12 +4,14 @@ mod ignore;
 mod json;
 mod load;
 mod raw;
+mod spool;
 mod transcode;
 mod write;
 pub mod yaml;
 
-pub use load::{LoadError, add_document, load_dir, load_str};
+pub use load::{LoadError, add_document, catalog_files, load_dir, load_file, load_str};
 pub use raw::{Kind, RawJson};
+pub use spool::{JsonSpool, RenderedDocuments};
 pub use write::{to_json, to_yaml, write_json};
 
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::DeclarativeConfig;
 
 /// One document to write, borrowed from the config.
-enum Document<'a> {
+pub(super) enum Document<'a> {
     Package(&'a super::Package),
     Channel(&'a super::Channel),
     Bundle(&'a super::Bundle),
@@ -125,12 +125,18 @@ pub fn write_json(
 fn serialize_pretty(documents: &[Document<'_>]) -> std::io::Result<Vec<u8>> {
     let mut buffer = Vec::with_capacity(documents.len() * 1024);
     for document in documents {
-        let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-        let mut serializer = serde_json::Serializer::with_formatter(&mut buffer, formatter);
-        document.serialize(&mut serializer)?;
-        buffer.push(b'\n');
+        write_pretty(document, &mut buffer)?;
     }
     Ok(buffer)
+}
+
+/// One document as opm's pretty JSON (4-space indent), followed by a line break.
+pub(super) fn write_pretty(document: &Document<'_>, buffer: &mut Vec<u8>) -> std::io::Result<()> {
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut *buffer, formatter);
+    document.serialize(&mut serializer)?;
+    buffer.push(b'\n');
+    Ok(())
 }
 
 /// YAML documents, each starting with `---`, as `opm render -o yaml` (keys sorted, as opm's
