@@ -261,6 +261,20 @@ impl Model {
     /// Builds the model from the documents, with opm's structural checks (the first one that
     /// fails is the error), then validates it.
     pub fn from_declcfg(config: DeclarativeConfig) -> Result<Model, String> {
+        // What a bundle document alone decides (its properties, version, image references) is
+        // checked on every core first; building the model reports those results in document
+        // order, after the checks that depend on the documents before it, as a sequential
+        // pass does.
+        let own_checks = crate::parallel::map_ordered(&config.bundles, check_bundle_document);
+        Model::from_checked_declcfg(config, own_checks)
+    }
+
+    /// [`Model::from_declcfg`] with each bundle document's own checks already done, one
+    /// result per bundle in document order.
+    fn from_checked_declcfg(
+        config: DeclarativeConfig,
+        own_checks: Vec<Result<CheckedDocument, String>>,
+    ) -> Result<Model, String> {
         let mut model = Model::default();
         let mut default_channels: BTreeMap<String, String> = BTreeMap::new();
         for p in &config.packages {
@@ -345,10 +359,6 @@ impl Model {
             last_channel.insert(c.package.clone(), c.name.clone());
         }
 
-        // What a bundle document alone decides (its properties, version, image references) is
-        // checked on every core first; the loop below reports those results in document order,
-        // after the checks that depend on the documents before it, as a sequential pass does.
-        let own_checks = crate::parallel::map_ordered(&config.bundles, check_bundle_document);
         let mut package_bundles: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         // Each document is dropped as soon as the model has what it needs from it: the model's
         // allocations then reuse its memory (keeping them all until the end left the serve
@@ -712,14 +722,63 @@ impl Bundle {
     }
 }
 
+/// What `catalog validate` reports about a valid catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidCatalog {
+    /// How many packages it has.
+    pub packages: usize,
+    /// How many channel entries, over all channels.
+    pub channel_entries: usize,
+}
+
 /// Loads and validates a catalog folder: `Err` holds what opm would print.
-pub fn validate_dir(root: &std::path::Path) -> Result<Model, String> {
-    let config = super::declcfg::load_dir(root).map_err(|e| e.to_string())?;
-    let model = Model::from_declcfg(config)?;
-    match model.validate() {
-        Some(tree) => Err(tree.to_string()),
-        None => Ok(model),
+///
+/// Each file's bundle documents are checked as soon as the file is parsed, on the loader
+/// threads, and their properties and related images dropped then: the model checks that
+/// remain do not read them. The catalog's largest part (on real catalogs most of it is
+/// `olm.csv.metadata`) is then never held all at once: generated 20,000-bundle catalog,
+/// peak RSS 60.7 -> 36.1 MiB (merged corpus 33.7 -> 21.5 MiB).
+pub fn validate_dir(root: &std::path::Path) -> Result<ValidCatalog, String> {
+    let files = declcfg::catalog_files(root).map_err(|e| e.to_string())?;
+    let mut config = DeclarativeConfig::default();
+    let mut own_checks = Vec::new();
+    let check_file = |file: &std::path::PathBuf| {
+        let mut part = declcfg::load_file(file)?;
+        let checks: Vec<_> = part.bundles.iter().map(check_bundle_document).collect();
+        for bundle in &mut part.bundles {
+            bundle.properties = Vec::new();
+            bundle.related_images = Vec::new();
+        }
+        Ok((part, checks))
+    };
+    let window = 2 * crate::parallel::workers();
+    crate::parallel::for_each_ordered(&files, window, check_file, |loaded| {
+        let (part, checks) = loaded?;
+        config.packages.extend(part.packages);
+        config.channels.extend(part.channels);
+        config.bundles.extend(part.bundles);
+        config.deprecations.extend(part.deprecations);
+        config.others.extend(part.others);
+        own_checks.extend(checks);
+        Ok(())
+    })
+    .map_err(|e: declcfg::LoadError| e.to_string())?;
+    let model = Model::from_checked_declcfg(config, own_checks)?;
+    if let Some(tree) = model.validate() {
+        return Err(tree.to_string());
     }
+    let valid = ValidCatalog {
+        packages: model.packages.len(),
+        channel_entries: model
+            .packages
+            .values()
+            .flat_map(|p| p.channels.values())
+            .map(|c| c.bundles.len())
+            .sum(),
+    };
+    // The process usually ends now: freeing a large model piece by piece is wasted time.
+    std::mem::forget(model);
+    Ok(valid)
 }
 
 #[cfg(test)]
