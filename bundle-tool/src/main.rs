@@ -546,12 +546,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     // File by file, each written out as soon as it is parsed (see `spool`).
                     let files = declcfg::catalog_files(dir)?;
                     let window = 2 * bundle_tool::parallel::workers();
+                    let (text, index) = spool.parts();
                     let render_file = |file: &std::path::PathBuf| -> anyhow::Result<_> {
                         let config = declcfg::load_file(file)?;
-                        Ok(declcfg::RenderedDocuments::of(&config)?)
+                        Ok(text.store(declcfg::RenderedDocuments::of(&config)?)?)
                     };
                     bundle_tool::parallel::for_each_ordered(&files, window, render_file, |r| {
-                        spool.append(r?).map_err(anyhow::Error::from)
+                        index.append(r?);
+                        Ok::<(), anyhow::Error>(())
                     })?;
                     continue;
                 }
@@ -562,9 +564,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 all.deprecations.extend(config.deprecations);
                 all.others.extend(config.others);
             }
-            let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let mut stdout = std::io::stdout().lock();
             match output {
-                RenderFormat::Json => spool.write_to(&mut stdout)?,
+                RenderFormat::Json => spool.write_to_fd(&mut stdout)?,
                 RenderFormat::Yaml => stdout.write_all(declcfg::to_yaml(&all).as_bytes())?,
             }
             stdout.flush()?;

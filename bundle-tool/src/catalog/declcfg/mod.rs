@@ -11,7 +11,7 @@ pub mod yaml;
 
 pub use load::{LoadError, add_document, catalog_files, load_dir, load_file, load_str};
 pub use raw::{Kind, RawJson};
-pub use spool::{JsonSpool, RenderedDocuments};
+pub use spool::{JsonSpool, RenderedDocuments, SpoolIndex, SpoolText, StoredDocuments};
 pub use write::{to_json, to_yaml, write_json};
 
 use serde::{Deserialize, Serialize};

@@ -89,47 +89,61 @@ struct Entry {
 /// Where the text goes: a temporary file, or memory when none can be made.
 enum Storage {
     File(std::fs::File),
-    Memory(Vec<u8>),
+    Memory(std::sync::Mutex<Vec<u8>>),
 }
 
-/// The documents of every file rendered so far, in the order they were added.
-pub struct JsonSpool {
+/// The text of every document stored so far. Loader threads store their file's text
+/// themselves, each at the end of the spool when it is ready: the order of the text does
+/// not matter, the index says where each document is.
+pub struct SpoolText {
     storage: Storage,
-    written: u64,
+    end: std::sync::atomic::AtomicU64,
+}
+
+/// One file's documents once their text is stored.
+#[derive(Debug)]
+pub struct StoredDocuments {
+    offset: u64,
+    documents: Vec<(Place, usize)>,
+}
+
+impl SpoolText {
+    /// Stores one file's text; thread-safe.
+    pub fn store(&self, rendered: RenderedDocuments) -> io::Result<StoredDocuments> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let offset = match &self.storage {
+            Storage::File(file) => {
+                let offset = self.end.fetch_add(rendered.text.len() as u64, Relaxed);
+                std::os::unix::fs::FileExt::write_all_at(file, &rendered.text, offset)?;
+                offset
+            }
+            Storage::Memory(text) => {
+                let mut text = text.lock().unwrap_or_else(|e| e.into_inner());
+                let offset = text.len() as u64;
+                text.extend_from_slice(&rendered.text);
+                offset
+            }
+        };
+        Ok(StoredDocuments {
+            offset,
+            documents: rendered.documents,
+        })
+    }
+}
+
+/// Where each document stored so far is, in document order.
+#[derive(Default)]
+pub struct SpoolIndex {
     entries: Vec<Entry>,
     packages: Vec<String>,
     package_ids: HashMap<String, u32>,
 }
 
-impl Default for JsonSpool {
-    fn default() -> Self {
-        JsonSpool::new()
-    }
-}
-
-impl JsonSpool {
-    /// An empty spool backed by an unnamed temporary file (in memory if none can be made).
-    pub fn new() -> JsonSpool {
-        let storage = match tempfile::tempfile() {
-            Ok(file) => Storage::File(file),
-            Err(_) => Storage::Memory(Vec::new()),
-        };
-        JsonSpool {
-            storage,
-            written: 0,
-            entries: Vec::new(),
-            packages: Vec::new(),
-            package_ids: HashMap::new(),
-        }
-    }
-
-    /// Adds one file's documents after those added before.
-    pub fn append(&mut self, rendered: RenderedDocuments) -> io::Result<()> {
-        match &mut self.storage {
-            Storage::File(file) => file.write_all(&rendered.text)?,
-            Storage::Memory(text) => text.extend_from_slice(&rendered.text),
-        }
-        for (place, length) in rendered.documents {
+impl SpoolIndex {
+    /// Records one file's stored documents after those recorded before.
+    pub fn append(&mut self, stored: StoredDocuments) {
+        let mut offset = stored.offset;
+        for (place, length) in stored.documents {
             let package = match self.package_ids.get(&place.package) {
                 Some(id) => *id,
                 None => {
@@ -144,19 +158,107 @@ impl JsonSpool {
                 package,
                 rank: place.rank,
                 key: place.key.into_boxed_str(),
-                offset: self.written,
+                offset,
                 length: length as u32,
             });
-            self.written += length as u64;
+            offset += length as u64;
         }
+    }
+}
+
+/// Every document rendered so far: their text, and where each is.
+pub struct JsonSpool {
+    text: SpoolText,
+    index: SpoolIndex,
+}
+
+impl Default for JsonSpool {
+    fn default() -> Self {
+        JsonSpool::new()
+    }
+}
+
+impl JsonSpool {
+    /// An empty spool backed by an unnamed temporary file (in memory if none can be made).
+    pub fn new() -> JsonSpool {
+        let storage = match tempfile::tempfile() {
+            Ok(file) => Storage::File(file),
+            Err(_) => Storage::Memory(Default::default()),
+        };
+        JsonSpool {
+            text: SpoolText {
+                storage,
+                end: Default::default(),
+            },
+            index: SpoolIndex::default(),
+        }
+    }
+
+    /// The text, which loader threads store into, and the index, which records stored files
+    /// in document order.
+    pub fn parts(&mut self) -> (&SpoolText, &mut SpoolIndex) {
+        (&self.text, &mut self.index)
+    }
+
+    /// Adds one file's documents after those added before.
+    pub fn append(&mut self, rendered: RenderedDocuments) -> io::Result<()> {
+        let stored = self.text.store(rendered)?;
+        self.index.append(stored);
         Ok(())
     }
 
     /// Writes every document in opm's order.
-    pub fn write_to(mut self, out: &mut impl Write) -> io::Result<()> {
-        let packages = &self.packages;
-        // A stable sort: entries were added in document order, which breaks ties.
-        self.entries.sort_by(|a, b| {
+    pub fn write_to(self, out: &mut impl Write) -> io::Result<()> {
+        self.copy_out(out, |_, _, _| Ok(false))
+    }
+
+    /// [`JsonSpool::write_to`] into a file descriptor (standard output): the kernel copies
+    /// the text from the spool file with `sendfile`, without a pass through this process.
+    pub fn write_to_fd<W: Write + std::os::fd::AsFd>(self, out: &mut W) -> io::Result<()> {
+        out.flush()?;
+        let mut sendfile_works = true;
+        self.copy_out(out, |out, file, (start, end)| {
+            if !sendfile_works {
+                return Ok(false);
+            }
+            let (mut offset, mut left) = (start as libc::off_t, (end - start) as usize);
+            let mut first = true;
+            while left > 0 {
+                use std::os::fd::AsRawFd;
+                // SAFETY: both descriptors are open for the call; `offset` is a valid pointer.
+                let sent = unsafe {
+                    libc::sendfile(out.as_fd().as_raw_fd(), file.as_raw_fd(), &mut offset, left)
+                };
+                if sent < 0 {
+                    let error = io::Error::last_os_error();
+                    if error.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    // Not every output takes sendfile (EINVAL): copy through memory instead.
+                    if first && matches!(error.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+                        sendfile_works = false;
+                        return Ok(false);
+                    }
+                    return Err(error);
+                }
+                first = false;
+                left -= sent as usize;
+            }
+            Ok(true)
+        })
+    }
+
+    /// Copies the documents out in opm's order, runs of contiguous text at once; `direct`
+    /// may copy a run from the spool file itself and say so.
+    fn copy_out<W: Write>(
+        self,
+        out: &mut W,
+        mut direct: impl FnMut(&mut W, &std::fs::File, (u64, u64)) -> io::Result<bool>,
+    ) -> io::Result<()> {
+        let JsonSpool { text, mut index } = self;
+        let packages = &index.packages;
+        // A stable sort: entries were recorded in document order, which breaks ties.
+        index.entries.sort_by(|a, b| {
             a.loose
                 .cmp(&b.loose)
                 .then_with(|| match a.package.cmp(&b.package) {
@@ -166,28 +268,34 @@ impl JsonSpool {
                 .then(a.rank.cmp(&b.rank))
                 .then_with(|| a.key.cmp(&b.key))
         });
+        let entries = &index.entries;
+        let memory = match &text.storage {
+            Storage::Memory(text) => Some(text.lock().unwrap_or_else(|e| e.into_inner())),
+            Storage::File(_) => None,
+        };
         let mut buffer = Vec::new();
-        let mut index = 0;
-        while index < self.entries.len() {
+        let mut at = 0;
+        while at < entries.len() {
             // Entries whose text follows one another in the spool are copied in one piece
-            // (usually all of a package's documents).
-            let start = self.entries[index].offset;
-            let mut end = start + self.entries[index].length as u64;
-            index += 1;
-            while index < self.entries.len()
-                && self.entries[index].offset == end
-                && end - start < (4 << 20)
-            {
-                end += self.entries[index].length as u64;
-                index += 1;
+            // (usually all of a file's documents).
+            let start = entries[at].offset;
+            let mut end = start + entries[at].length as u64;
+            at += 1;
+            while at < entries.len() && entries[at].offset == end && end - start < (4 << 20) {
+                end += entries[at].length as u64;
+                at += 1;
             }
-            match &self.storage {
-                Storage::File(file) => {
+            match (&text.storage, &memory) {
+                (_, Some(text)) => out.write_all(&text[start as usize..end as usize])?,
+                (Storage::File(file), None) => {
+                    if direct(out, file, (start, end))? {
+                        continue;
+                    }
                     buffer.resize((end - start) as usize, 0);
                     std::os::unix::fs::FileExt::read_exact_at(file, &mut buffer, start)?;
                     out.write_all(&buffer)?;
                 }
-                Storage::Memory(text) => out.write_all(&text[start as usize..end as usize])?,
+                (Storage::Memory(_), None) => unreachable!("memory storage is always locked"),
             }
         }
         Ok(())
@@ -225,12 +333,10 @@ mod tests {
             ),
         ];
         let mut whole = DeclarativeConfig::default();
-        let mut spool = JsonSpool {
-            storage: Storage::Memory(Vec::new()),
-            ..JsonSpool::new()
-        };
+        let mut spool = JsonSpool::new();
+        spool.text.storage = Storage::Memory(Default::default());
         let mut file_spool = JsonSpool::new();
-        assert!(matches!(file_spool.storage, Storage::File(_)));
+        assert!(matches!(file_spool.text.storage, Storage::File(_)));
         for (i, text) in files.iter().enumerate() {
             let path = std::path::PathBuf::from(format!("{i}.json"));
             let mut config = DeclarativeConfig::default();
@@ -247,9 +353,29 @@ mod tests {
         spool.write_to(&mut from_memory).unwrap();
         let mut from_file = Vec::new();
         file_spool.write_to(&mut from_file).unwrap();
+        // And through sendfile into a file, as standard output is written.
+        let mut sent = tempfile::tempfile().unwrap();
+        let mut second = JsonSpool::new();
+        for (i, text) in files.iter().enumerate() {
+            let mut config = DeclarativeConfig::default();
+            super::super::load_str(
+                &std::path::PathBuf::from(format!("{i}.json")),
+                text,
+                &mut config,
+            )
+            .unwrap();
+            second
+                .append(RenderedDocuments::of(&config).unwrap())
+                .unwrap();
+        }
+        second.write_to_fd(&mut sent).unwrap();
+        let mut from_sendfile = String::new();
+        std::io::Seek::rewind(&mut sent).unwrap();
+        std::io::Read::read_to_string(&mut sent, &mut from_sendfile).unwrap();
         let expected = super::super::to_json(&whole);
         assert_eq!(String::from_utf8(from_memory).unwrap(), expected);
         assert_eq!(String::from_utf8(from_file).unwrap(), expected);
+        assert_eq!(from_sendfile, expected);
         let names: Vec<&str> = expected
             .lines()
             .filter_map(|l| l.strip_prefix("    \"name\": \""))
