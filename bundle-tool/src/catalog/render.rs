@@ -320,7 +320,7 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
     properties.sort();
     objects_properties.sort();
     let to_property = |(type_, raw): (String, String)| Property {
-        type_,
+        type_: type_.into(),
         // `go_json` wrote valid JSON.
         value: RawJson::from_json(&raw).unwrap_or_else(|_| RawJson::from_value(&Value::Null)),
     };

@@ -435,7 +435,7 @@ fn bundle_record(
     let mut version = String::new();
     for property in bundle.properties.iter() {
         let raw = property.value.as_str();
-        match property.type_.as_str() {
+        match property.type_.as_ref() {
             "olm.csv.metadata" => {
                 // Read again only by the CSV synthesis, which parses the text itself.
                 metadata.push(raw);
@@ -449,7 +449,7 @@ fn bundle_record(
             _ => {
                 // Every other property passes through; most are already in opm's form.
                 properties.push(api::Property {
-                    r#type: property.type_.clone(),
+                    r#type: property.type_.to_string(),
                     value: opm_property_json(raw),
                 });
                 continue;
@@ -457,7 +457,7 @@ fn bundle_record(
         }
         // Decoded for the index only: the model keeps the text.
         let value = property.value.to_value();
-        match property.type_.as_str() {
+        match property.type_.as_ref() {
             "olm.bundle.object" => {
                 objects.push(bundle_object_json(&value)?);
                 continue;
@@ -492,7 +492,7 @@ fn bundle_record(
         // pass-through below (generated catalog: 28 -> 52 MiB idle). The footprint depends on
         // this allocation order; building the index on its own arena is the real fix.
         properties.push(api::Property {
-            r#type: property.type_.clone(),
+            r#type: property.type_.to_string(),
             value: opm_property_json(raw),
         });
     }

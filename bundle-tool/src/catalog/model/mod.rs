@@ -127,7 +127,7 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
             }
         };
         let value = &property.value;
-        match property.type_.as_str() {
+        match property.type_.as_ref() {
             "olm.package" => {
                 expect_object(
                     value,
