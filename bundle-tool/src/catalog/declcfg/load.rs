@@ -175,11 +175,13 @@ fn walk(
 /// Parses one file's documents into `config`.
 pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Result<(), LoadError> {
     if text.trim_start().starts_with('{') {
-        if super::json::load_json(text, config) {
+        if super::one_pass::load_json_one_pass(text, config) || super::json::load_json(text, config)
+        {
             return Ok(());
         }
     } else if let Some(json) = super::yaml::to_json(text)
-        && super::json::load_json(&json, config)
+        && (super::one_pass::load_json_one_pass(&json, config)
+            || super::json::load_json(&json, config))
     {
         // Machine-written YAML: transcoded to JSON and read by the typed path. Anything the
         // transcoder declines, and any file with an error, is read by serde-saphyr below, so

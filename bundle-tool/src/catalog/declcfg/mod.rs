@@ -3,6 +3,7 @@
 mod ignore;
 mod json;
 mod load;
+mod one_pass;
 mod raw;
 mod spool;
 mod transcode;
@@ -287,6 +288,15 @@ where
     let mut items = Vec::<T>::deserialize(deserializer)?;
     items.shrink_to_fit();
     Ok(items)
+}
+
+/// [`exact_vec`] for a field that may be absent (`null` is refused, as `exact_vec` does).
+fn exact_vec_option<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    exact_vec(deserializer).map(Some)
 }
 
 mod base64_bytes {
