@@ -15,3 +15,20 @@ pub fn map_large_allocations() {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
 }
+
+/// Grows the heap 4 MiB at a time instead of glibc's 128 KiB.
+///
+/// `catalog render` allocates and frees every document of every file on the loader
+/// threads; with the default padding their arenas grow and shrink in small steps, a system
+/// call and page faults each time (system time was 40 % of a render). Measured on the
+/// generated 20,000-bundle catalog, alternating runs with and without (quick-release build,
+/// medians of 9): 0.19 -> 0.16 s wall, system time 0.07 -> 0.05 s; merged corpus 0.18 ->
+/// 0.14 s, peak RSS 21 -> 25.5 MiB (opm: 113 MiB). `catalog validate` did not get faster,
+/// so it does not set it.
+pub fn grow_heap_in_large_steps() {
+    // SAFETY: mallopt only changes an allocator tunable; it runs before other threads exist.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, 4 << 20);
+    }
+}

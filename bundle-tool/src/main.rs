@@ -506,6 +506,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plain_http,
         }) => {
             bundle_tool::heap::map_large_allocations();
+            bundle_tool::heap::grow_heap_in_large_steps();
             use bundle_tool::catalog::declcfg::{self, DeclarativeConfig};
             let mut all = DeclarativeConfig::default();
             let mut spool = declcfg::JsonSpool::new();
