@@ -359,7 +359,6 @@ impl Model {
             last_channel.insert(c.package.clone(), c.name.clone());
         }
 
-        let mut package_bundles: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         // Each document is dropped as soon as the model has what it needs from it: the model's
         // allocations then reuse its memory (keeping them all until the end left the serve
         // index 7 MiB more fragmented heap on the generated catalog).
@@ -373,15 +372,19 @@ impl Model {
                     b.package, b.name
                 ));
             };
-            let names = match package_bundles.get_mut(&b.package) {
-                Some(names) => names,
-                None => package_bundles.entry(b.package.clone()).or_default(),
-            };
-            if !names.insert(b.name.clone()) {
-                return Err(format!(
-                    "package {:?} has duplicate bundle {:?}",
-                    b.package, b.name
-                ));
+            // Every document found so far is in at least one channel (or the build stopped
+            // there), so a name already marked in a channel is a duplicate document.
+            let mut listed = false;
+            for channel in package.channels.values() {
+                if let Some(member) = channel.bundles.get(&b.name) {
+                    if member.has_document {
+                        return Err(format!(
+                            "package {:?} has duplicate bundle {:?}",
+                            b.package, b.name
+                        ));
+                    }
+                    listed = true;
+                }
             }
             let CheckedDocument {
                 version,
@@ -391,24 +394,22 @@ impl Model {
             // it per channel cost memory on catalogs whose bundles are in several channels.
             let properties = Arc::new(b.properties);
             let related_images = Arc::new(b.related_images);
-            let mut members = 0;
+            if !listed {
+                return Err(format!(
+                    "package {:?}, bundle {:?} not found in any channel entries",
+                    b.package, b.name
+                ));
+            }
             for channel in package.channels.values_mut() {
                 let Some(member) = channel.bundles.get_mut(&b.name) else {
                     continue;
                 };
-                members += 1;
                 member.image = b.image.clone();
                 member.properties = Arc::clone(&properties);
                 member.related_images = Arc::clone(&related_images);
                 member.version = Some(version.clone());
                 member.has_document = true;
                 member.object_count = object_count;
-            }
-            if members == 0 {
-                return Err(format!(
-                    "package {:?}, bundle {:?} not found in any channel entries",
-                    b.package, b.name
-                ));
             }
         }
         for (package, channel) in &last_channel {
@@ -477,10 +478,12 @@ impl Model {
                 }
                 match reference.schema.as_str() {
                     "olm.bundle" => {
-                        if !package_bundles
-                            .get(&deprecation.package)
-                            .is_some_and(|b| b.contains(&reference.name))
-                        {
+                        let has_document = package.channels.values().any(|c| {
+                            c.bundles
+                                .get(&reference.name)
+                                .is_some_and(|b| b.has_document)
+                        });
+                        if !has_document {
                             return Err(format!(
                                 "cannot deprecate bundle {:?} for package {:?}: bundle not found",
                                 reference.name, deprecation.package
