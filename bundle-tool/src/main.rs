@@ -559,11 +559,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     continue;
                 }
                 let config = declcfg::load_dir(dir)?;
-                all.packages.extend(config.packages);
-                all.channels.extend(config.channels);
-                all.bundles.extend(config.bundles);
-                all.deprecations.extend(config.deprecations);
-                all.others.extend(config.others);
+                all.append(config);
             }
             let mut stdout = std::io::stdout().lock();
             match output {

@@ -78,12 +78,7 @@ impl PackageFile {
     /// (or its tree of problems).
     pub fn commit(self) -> Result<PathBuf, String> {
         let mut whole = self.rest;
-        let edited = self.config.clone();
-        whole.packages.extend(edited.packages);
-        whole.channels.extend(edited.channels);
-        whole.bundles.extend(edited.bundles);
-        whole.deprecations.extend(edited.deprecations);
-        whole.others.extend(edited.others);
+        whole.append(self.config.clone());
         let model = Model::from_declcfg(whole)
             .map_err(|e| format!("the edit would make the catalog invalid: {e}"))?;
         if let Some(tree) = model.validate() {

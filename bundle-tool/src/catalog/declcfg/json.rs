@@ -180,10 +180,6 @@ pub(super) fn load_json(text: &str, config: &mut DeclarativeConfig) -> bool {
             }
         }
     }
-    config.packages.append(&mut part.packages);
-    config.channels.append(&mut part.channels);
-    config.bundles.append(&mut part.bundles);
-    config.deprecations.append(&mut part.deprecations);
-    config.others.append(&mut part.others);
+    config.append(part);
     true
 }

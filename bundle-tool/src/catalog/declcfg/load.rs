@@ -93,30 +93,9 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
         }
     });
     let parts: Vec<DeclarativeConfig> = results.into_iter().flatten().collect::<Result<_, _>>()?;
-    // Sized once: growing by doubling copied the document vectors at every step and kept
-    // up to twice the bundles' room at the peak (5 MiB on the generated 20,000 bundles).
     let mut config = DeclarativeConfig::default();
-    config
-        .packages
-        .reserve_exact(parts.iter().map(|p| p.packages.len()).sum());
-    config
-        .channels
-        .reserve_exact(parts.iter().map(|p| p.channels.len()).sum());
-    config
-        .bundles
-        .reserve_exact(parts.iter().map(|p| p.bundles.len()).sum());
-    config
-        .deprecations
-        .reserve_exact(parts.iter().map(|p| p.deprecations.len()).sum());
-    config
-        .others
-        .reserve_exact(parts.iter().map(|p| p.others.len()).sum());
     for part in parts {
-        config.packages.extend(part.packages);
-        config.channels.extend(part.channels);
-        config.bundles.extend(part.bundles);
-        config.deprecations.extend(part.deprecations);
-        config.others.extend(part.others);
+        config.append(part);
     }
     Ok(config)
 }

@@ -44,6 +44,17 @@ pub struct DeclarativeConfig {
     pub others: Vec<Meta>,
 }
 
+impl DeclarativeConfig {
+    /// Adds every document of `other` after this config's own, kind by kind.
+    pub fn append(&mut self, mut other: DeclarativeConfig) {
+        self.packages.append(&mut other.packages);
+        self.channels.append(&mut other.channels);
+        self.bundles.append(&mut other.bundles);
+        self.deprecations.append(&mut other.deprecations);
+        self.others.append(&mut other.others);
+    }
+}
+
 /// A package's icon: bytes and media type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Icon {

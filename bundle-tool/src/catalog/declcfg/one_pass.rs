@@ -284,11 +284,7 @@ pub(super) fn load_json_one_pass(text: &str, config: &mut DeclarativeConfig) -> 
             return false;
         }
     }
-    config.packages.append(&mut part.packages);
-    config.channels.append(&mut part.channels);
-    config.bundles.append(&mut part.bundles);
-    config.deprecations.append(&mut part.deprecations);
-    config.others.append(&mut part.others);
+    config.append(part);
     true
 }
 

@@ -757,11 +757,7 @@ pub fn validate_dir(root: &std::path::Path) -> Result<ValidCatalog, String> {
     let window = 2 * crate::parallel::workers();
     crate::parallel::for_each_ordered(&files, window, check_file, |loaded| {
         let (part, checks) = loaded?;
-        config.packages.extend(part.packages);
-        config.channels.extend(part.channels);
-        config.bundles.extend(part.bundles);
-        config.deprecations.extend(part.deprecations);
-        config.others.extend(part.others);
+        config.append(part);
         own_checks.extend(checks);
         Ok(())
     })
