@@ -158,9 +158,11 @@ pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Resu
         {
             return Ok(());
         }
-    } else if let Some(json) = super::yaml::to_json(text)
-        && (super::one_pass::load_json_one_pass(&json, config)
-            || super::json::load_json(&json, config))
+    } else if let Some((json, sorted)) = super::yaml::to_ordered_json(text)
+        && super::raw::reading_sorted_compact(sorted, || {
+            super::one_pass::load_json_one_pass(&json, config)
+                || super::json::load_json(&json, config)
+        })
     {
         // Machine-written YAML: transcoded to JSON and read by the typed path. Anything the
         // transcoder declines, and any file with an error, is read by serde-saphyr below, so
@@ -399,6 +401,42 @@ mod tests {
             assert!(!super::super::json::load_json(&bad, &mut fast), "{bad}");
             assert_eq!(fast, DeclarativeConfig::default());
             assert_eq!(load(&bad).unwrap_err(), generic(&bad).unwrap_err());
+        }
+    }
+
+    #[test]
+    fn yaml_property_values_are_kept_sorted_whatever_the_key_order() {
+        let document = |value: &str| {
+            format!(
+                "schema: olm.bundle\nname: b\npackage: p\nimage: i\nproperties:\n- type: olm.gvk\n  value:\n{value}"
+            )
+        };
+        for (value, want) in [
+            // Sorted as opm writes it: kept as read; unsorted or repeated: sorted as opm would.
+            (
+                "    group: g\n    kind: K\n    version: v1\n",
+                r#"{"group":"g","kind":"K","version":"v1"}"#,
+            ),
+            (
+                "    version: v1\n    kind: K\n    group: g\n",
+                r#"{"group":"g","kind":"K","version":"v1"}"#,
+            ),
+            ("    kind: K\n    kind: L\n", r#"{"kind":"L"}"#),
+            (
+                "    a:\n      z: 1\n      y: 2\n    b: 3\n",
+                r#"{"a":{"y":2,"z":1},"b":3}"#,
+            ),
+        ] {
+            let text = document(value);
+            let config = load(&text).unwrap();
+            assert_eq!(
+                config.bundles[0].properties[0].value.as_str(),
+                want,
+                "{text}"
+            );
+            let mut generic = DeclarativeConfig::default();
+            load_generic(Path::new("catalog.yaml"), &text, &mut generic).unwrap();
+            assert_eq!(config, generic, "{text}");
         }
     }
 

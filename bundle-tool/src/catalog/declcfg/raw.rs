@@ -119,6 +119,9 @@ impl<'de> Deserialize<'de> for RawJson {
         // From serde_json's reader this is the text as written; from a `Value` it is the
         // value serialized. Either way no tree is kept.
         let text: Box<str> = Box::<RawValue>::deserialize(deserializer)?.into();
+        if SORTED_COMPACT_INPUT.get() {
+            return Ok(RawJson(text));
+        }
         // opm writes property values with their keys sorted (its render output is what a
         // `Value` round trip gives): text whose keys are not strictly increasing at every
         // level (unsorted, or repeated) is stored as that round trip. Machine-written
@@ -133,6 +136,26 @@ impl<'de> Deserialize<'de> for RawJson {
             Ok(RawJson(text))
         }
     }
+}
+
+thread_local! {
+    /// Set while reading text known to be compact with the keys of every object strictly
+    /// increasing (the YAML transcoder's output for a file opm wrote): values are then kept
+    /// as they are read, without checking both again.
+    static SORTED_COMPACT_INPUT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `read` with values taken as compact and sorted when `sorted_compact` says the input
+/// is; the setting ends with `read`.
+pub(super) fn reading_sorted_compact<R>(sorted_compact: bool, read: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SORTED_COMPACT_INPUT.set(self.0);
+        }
+    }
+    let _restore = Restore(SORTED_COMPACT_INPUT.replace(sorted_compact));
+    read()
 }
 
 impl Serialize for RawJson {

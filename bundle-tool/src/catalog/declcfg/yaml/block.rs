@@ -12,8 +12,21 @@ impl Transcoder<'_> {
     pub(super) fn map(&mut self, indent: usize, mut key_at: usize) -> Option<()> {
         self.enter()?;
         self.out.push('{');
+        // Where the previous key's text is in `out`, to see whether keys increase.
+        let mut previous: Option<(usize, usize)> = None;
         loop {
+            let start = self.out.len();
             self.key(key_at)?;
+            // The key as written, without its quotes and `:`; escapes compare differently
+            // from the text they stand for, so a key with one counts as out of order.
+            let key = (start + 1, self.out.len() - 2);
+            let text = &self.out.as_bytes()[key.0..key.1];
+            if text.contains(&b'\\')
+                || previous.is_some_and(|(a, b)| self.out.as_bytes()[a..b] >= *text)
+            {
+                self.keys_sorted = false;
+            }
+            previous = Some(key);
             self.value(indent, true)?;
             match self.peek()? {
                 Next::Line(i) if i == indent => {

@@ -24,6 +24,12 @@ mod text;
 /// each followed by a newline. `None` when the text uses anything outside the subset this
 /// module reads with certainty; the caller then parses it with serde-saphyr.
 pub fn to_json(text: &str) -> Option<String> {
+    to_ordered_json(text).map(|(json, _)| json)
+}
+
+/// [`to_json`], and whether the keys of every mapping in the text strictly increase (as
+/// opm writes them), which spares its readers checking that again.
+pub fn to_ordered_json(text: &str) -> Option<(String, bool)> {
     if !bytes_ok(text.as_bytes()) {
         return None;
     }
@@ -33,6 +39,7 @@ pub fn to_json(text: &str) -> Option<String> {
         pos: 0,
         out: String::with_capacity(text.len() + text.len() / 8),
         depth: 0,
+        keys_sorted: true,
     };
     loop {
         match t.peek()? {
@@ -49,7 +56,7 @@ pub fn to_json(text: &str) -> Option<String> {
             Next::Line(_) => return None,
         }
     }
-    Some(t.out)
+    Some((t.out, t.keys_sorted))
 }
 
 /// Bytes this module never reads: control characters (tabs and CR included), DEL, C1
@@ -102,6 +109,8 @@ struct Transcoder<'a> {
     /// How many mappings and sequences are open: deep nesting is left to serde-saphyr
     /// rather than risking the stack.
     depth: usize,
+    /// Whether every mapping so far had strictly increasing keys.
+    keys_sorted: bool,
 }
 
 /// The deepest nesting the transcoder follows (serde-saphyr itself stops at 64 levels).
