@@ -7,8 +7,7 @@
 //! than the whole rest of the index.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::Arc;
 
 use base64::Engine;
 use serde_json::Value;
@@ -16,7 +15,7 @@ use serde_json::Value;
 use super::api;
 use super::csv::{CsvContext, synthesize};
 use super::encoded::EncodedBundle;
-use super::spill::{BlobRef, SpillBuffer, SpillFile, SpillWriter};
+use super::spill::{BlobRef, SpillFile, SpillWriter};
 use crate::catalog::model::{self, Model};
 use crate::catalog::render::go_json;
 
@@ -280,252 +279,103 @@ impl CatalogIndex {
 
     /// Builds the index from a validated model; `inline` decides, bundle by bundle, whether
     /// it is served inline.
-    ///
-    /// Packages are independent, so the costly part (decoding and re-encoding properties,
-    /// encoding messages) runs on one worker per core. The calling thread joins their parts
-    /// in package order, so the spill file's layout and the first reported error are those
-    /// of a one-thread build, and it makes every allocation the index keeps: see
-    /// [`Joined::join`].
-    pub fn build(model: Model, inline: &InlineDecision<'_>) -> Result<CatalogIndex, String> {
-        let spill_error = |e: std::io::Error| format!("spill file: {e}");
-        let mut spill = SpillWriter::new().map_err(spill_error)?;
-        let workers = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(model.packages.len())
-            .max(1);
-        let queue = Mutex::new(model.packages.into_iter().enumerate());
-        let failed = AtomicBool::new(false);
-        let mut joined = Joined::default();
-        std::thread::scope(|scope| -> Result<(), String> {
-            let (sender, parts) = mpsc::channel();
-            for _ in 0..workers {
-                let sender = sender.clone();
-                let (queue, failed) = (&queue, &failed);
-                scope.spawn(move || {
-                    while !failed.load(Ordering::Relaxed) {
-                        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
-                        let Some((position, (name, package))) = next else {
-                            break;
-                        };
-                        let part =
-                            package_part(&name, &package, inline).map(|part| (name, package, part));
-                        if part.is_err() {
-                            // Packages before this one are all taken already, so the first
-                            // error in package order still reaches the join.
-                            failed.store(true, Ordering::Relaxed);
+    pub fn build(
+        model: Model,
+        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
+    ) -> Result<CatalogIndex, String> {
+        let mut spill = SpillWriter::new().map_err(|e| format!("spill file: {e}"))?;
+        let mut packages = BTreeMap::new();
+        let mut listing = Vec::new();
+        let mut bundle_count = 0;
+        let mut interner = Interner::default();
+        for (package_name, package) in model.packages {
+            let package_key = interner.get(&package_name);
+            let description: Arc<str> = Arc::from(package.description.as_str());
+            let icon = package.icon.as_ref().map(|icon| {
+                Arc::new((
+                    base64::engine::general_purpose::STANDARD.encode(&icon.data),
+                    icon.media_type.clone(),
+                ))
+            });
+            let mut records: HashMap<String, Arc<BundleRecord>> = HashMap::new();
+            let mut channels = BTreeMap::new();
+            for (channel_name, channel) in package.channels {
+                let channel_key = interner.get(&channel_name);
+                let head = channel.head()?.name.clone();
+                let mut members = BTreeMap::new();
+                for (bundle_name, bundle) in channel.bundles {
+                    let record = match records.get(&bundle_name) {
+                        Some(record) => record.clone(),
+                        None => {
+                            let decision = inline(&bundle)
+                                .map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
+                            let record = Arc::new(bundle_record(
+                                &mut spill,
+                                &mut interner,
+                                &package_name,
+                                &bundle,
+                                decision,
+                                &description,
+                                &icon,
+                            )?);
+                            records.insert(bundle_name.clone(), record.clone());
+                            record
                         }
-                        if sender.send((position, part)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(sender);
-            let mut waiting = BTreeMap::new();
-            let mut expected = 0;
-            for (position, part) in parts {
-                waiting.insert(position, part);
-                while let Some(part) = waiting.remove(&expected) {
-                    expected += 1;
-                    let (name, package, part) = part?;
-                    joined
-                        .join(&name, &package, part, &mut spill)
-                        .map_err(spill_error)?;
+                    };
+                    listing.push(BundleKey {
+                        package: package_key.clone(),
+                        channel: channel_key.clone(),
+                        name: bundle_name.as_str().into(),
+                    });
+                    members.insert(
+                        bundle_name,
+                        ChannelMember {
+                            replaces: bundle.replaces,
+                            skips: bundle.skips,
+                            skip_range: bundle.skip_range,
+                            record,
+                            answer: std::sync::OnceLock::new(),
+                        },
+                    );
                 }
+                channels.insert(
+                    channel_name.clone(),
+                    ChannelEntry {
+                        name: channel_name,
+                        head,
+                        deprecation: channel.deprecation,
+                        members,
+                    },
+                );
             }
-            Ok(())
-        })?;
+            bundle_count += records.len();
+            packages.insert(
+                package_name.clone(),
+                PackageEntry {
+                    name: package_name,
+                    default_channel: package.default_channel.unwrap_or_default(),
+                    deprecation: package.deprecation,
+                    channels,
+                },
+            );
+        }
         // opm's bundle store is ordered by (channel, package, name).
-        joined.listing.sort_by(|a, b| {
+        listing.sort_by(|a, b| {
             (&a.channel, &a.package, &a.name).cmp(&(&b.channel, &b.package, &b.name))
         });
         Ok(CatalogIndex {
-            spill: spill.finish().map_err(spill_error)?,
-            packages: joined.packages,
-            listing: joined.listing,
-            bundle_count: joined.bundle_count,
+            spill: spill.finish().map_err(|e| format!("spill file: {e}"))?,
+            packages,
+            listing,
+            bundle_count,
         })
     }
 }
 
-/// The packages joined so far, in package order.
-#[derive(Default)]
-struct Joined {
-    packages: BTreeMap<String, PackageEntry>,
-    listing: Vec<BundleKey>,
-    bundle_count: usize,
-    interner: Interner,
-}
-
-impl Joined {
-    /// Adds a package from its model and a worker's part, placing the part's blobs.
-    ///
-    /// Everything the index keeps is allocated here, on the calling thread, and copied from
-    /// the model rather than moved out of it. The server runs this on the process's main
-    /// thread, whose allocations come from glibc's main arena: the only one whose free top
-    /// `malloc_trim` gives back. Index data allocated by workers (or moved from the loader's
-    /// threads) landed in other arenas and, depending on which thread got which arena, left
-    /// 30 MiB more resident on some runs (generated catalog: 29 or 62 MiB idle). Measured
-    /// with this join: 53 MiB on every run, the copies now filling the holes the loader left
-    /// in the main arena; see docs/benchmarks.md.
-    fn join(
-        &mut self,
-        name: &str,
-        package: &model::Package,
-        part: PackagePart,
-        spill: &mut SpillWriter,
-    ) -> std::io::Result<()> {
-        let shift = spill.append_buffer(&part.blobs)?;
-        let description: Arc<str> = Arc::from(package.description.as_str());
-        let icon = package.icon.as_ref().map(|icon| {
-            Arc::new((
-                base64::engine::general_purpose::STANDARD.encode(&icon.data),
-                icon.media_type.clone(),
-            ))
-        });
-        let interner = &mut self.interner;
-        let records: Vec<Arc<BundleRecord>> = part
-            .records
-            .iter()
-            .map(|record| {
-                Arc::new(BundleRecord {
-                    base: record.base.shifted(shift),
-                    csv: match record.csv {
-                        CsvPart::Object(i) => CsvSource::Object(i),
-                        CsvPart::Metadata(input) => CsvSource::Metadata {
-                            input: input.shifted(shift),
-                            package_description: description.clone(),
-                            package_icon: icon.clone(),
-                        },
-                        CsvPart::None => CsvSource::None,
-                    },
-                    objects: record.objects.iter().map(|b| b.shifted(shift)).collect(),
-                    provides: record
-                        .provides
-                        .iter()
-                        .map(|(g, v, k)| (interner.get(g), interner.get(v), interner.get(k)))
-                        .collect(),
-                    synthesized_csv: std::sync::OnceLock::new(),
-                })
-            })
-            .collect();
-        self.bundle_count += records.len();
-        let package_key = self.interner.get(name);
-        let mut member_records = part.members.iter();
-        let mut channels = BTreeMap::new();
-        for ((channel_name, channel), head) in package.channels.iter().zip(part.heads) {
-            let channel_key = self.interner.get(channel_name);
-            let mut members = BTreeMap::new();
-            for (bundle_name, bundle) in &channel.bundles {
-                let Some(&record) = member_records.next() else {
-                    break;
-                };
-                self.listing.push(BundleKey {
-                    package: package_key.clone(),
-                    channel: channel_key.clone(),
-                    name: bundle_name.as_str().into(),
-                });
-                members.insert(
-                    bundle_name.clone(),
-                    ChannelMember {
-                        replaces: bundle.replaces.clone(),
-                        skips: bundle.skips.clone(),
-                        skip_range: bundle.skip_range.clone(),
-                        record: records[record].clone(),
-                        answer: std::sync::OnceLock::new(),
-                    },
-                );
-            }
-            channels.insert(
-                channel_name.clone(),
-                ChannelEntry {
-                    name: channel_name.clone(),
-                    head,
-                    deprecation: channel.deprecation.clone(),
-                    members,
-                },
-            );
-        }
-        self.packages.insert(
-            name.to_string(),
-            PackageEntry {
-                name: name.to_string(),
-                default_channel: package.default_channel.clone().unwrap_or_default(),
-                deprecation: package.deprecation.clone(),
-                channels,
-            },
-        );
-        Ok(())
-    }
-}
-
-/// Decides, bundle by bundle, whether a bundle is served inline; called from worker threads.
-pub type InlineDecision<'a> = dyn Fn(&model::Bundle) -> Result<Inline, String> + Sync + 'a;
-
-/// What a worker makes of one package: its blobs, and per bundle what the index needs to
-/// point at them; nothing here outlives the join.
-struct PackagePart {
-    /// Each channel's head, in channel order.
-    heads: Vec<String>,
-    /// For every channel member, in channel then bundle order, its position in `records`.
-    members: Vec<usize>,
-    records: Vec<RecordPart>,
-    blobs: SpillBuffer,
-}
-
-/// A bundle as a worker leaves it: blobs at offsets in its package's buffer.
-struct RecordPart {
-    base: BlobRef,
-    csv: CsvPart,
-    objects: Vec<BlobRef>,
-    provides: Vec<(String, String, String)>,
-}
-
-/// Where `csvJson` will come from (see [`CsvSource`]).
-enum CsvPart {
-    Object(usize),
-    Metadata(BlobRef),
-    None,
-}
-
-fn package_part(
-    name: &str,
-    package: &model::Package,
-    inline: &InlineDecision<'_>,
-) -> Result<PackagePart, String> {
-    let mut blobs = SpillBuffer::default();
-    let mut records = Vec::new();
-    let mut positions: HashMap<&str, usize> = HashMap::new();
-    let mut heads = Vec::with_capacity(package.channels.len());
-    let mut members = Vec::new();
-    for channel in package.channels.values() {
-        heads.push(channel.head()?.name.clone());
-        for (bundle_name, bundle) in &channel.bundles {
-            let record = match positions.get(bundle_name.as_str()) {
-                Some(position) => *position,
-                None => {
-                    let decision =
-                        inline(bundle).map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
-                    records.push(bundle_record(&mut blobs, name, bundle, decision)?);
-                    positions.insert(bundle_name, records.len() - 1);
-                    records.len() - 1
-                }
-            };
-            members.push(record);
-        }
-    }
-    Ok(PackagePart {
-        heads,
-        members,
-        records,
-        blobs,
-    })
-}
-
 /// A property value as opm keeps it: compact JSON, sorted keys, Go's number format, no HTML
 /// escaping.
-fn property_json(value: Value) -> String {
-    serde_json::to_string(&crate::catalog::render::go_numbers(value)).unwrap_or_default()
+fn property_json(value: &Value) -> String {
+    serde_json::to_string(&crate::catalog::render::go_numbers(value.clone())).unwrap_or_default()
 }
 
 /// [`property_json`] of the stored text `raw`.
@@ -536,7 +386,7 @@ fn property_json(value: Value) -> String {
 /// are round-tripped.
 fn opm_property_json(raw: &str) -> String {
     serde_json::from_str::<Value>(raw)
-        .map(property_json)
+        .map(|value| property_json(&value))
         .unwrap_or_else(|_| raw.to_string())
 }
 
@@ -568,11 +418,14 @@ impl Interner {
 }
 
 fn bundle_record(
-    spill: &mut SpillBuffer,
+    spill: &mut SpillWriter,
+    interner: &mut Interner,
     package: &str,
     bundle: &model::Bundle,
     inline: Inline,
-) -> Result<RecordPart, String> {
+    package_description: &Arc<str>,
+    package_icon: &Option<Arc<(String, String)>>,
+) -> Result<BundleRecord, String> {
     let mut provides = Vec::new();
     let mut required = Vec::new();
     let mut dependencies = Vec::new();
@@ -602,7 +455,7 @@ fn bundle_record(
                 continue;
             }
         }
-        // Decoded once: the index reads it and opm's form of it is written from it.
+        // Decoded for the index only: the model keeps the text.
         let value = property.value.to_value();
         match property.type_.as_str() {
             "olm.bundle.object" => {
@@ -617,7 +470,7 @@ fn bundle_record(
                 required.push(gvk(&value));
                 dependencies.push(api::Dependency {
                     r#type: "olm.gvk".into(),
-                    value: property_json(value.clone()),
+                    value: property_json(&value),
                 });
             }
             "olm.package.required" => {
@@ -634,9 +487,13 @@ fn bundle_record(
             }
             _ => {}
         }
+        // `value` is already decoded, but writing it from that tree (instead of parsing `raw`
+        // again) was measured to bring the same 25 MiB of fragmentation back as the
+        // pass-through below (generated catalog: 28 -> 52 MiB idle). The footprint depends on
+        // this allocation order; building the index on its own arena is the real fix.
         properties.push(api::Property {
             r#type: property.type_.clone(),
-            value: property_json(value),
+            value: opm_property_json(raw),
         });
     }
     if metadata.len() > 1 {
@@ -662,23 +519,27 @@ fn bundle_record(
         .collect::<Result<Vec<_>, _>>()
         .map_err(spill_error)?;
     let csv = match csv_position {
-        Some(i) => CsvPart::Object(i),
+        Some(i) => CsvSource::Object(i),
         None => match metadata.first() {
-            Some(value) => CsvPart::Metadata({
-                let version = bundle
-                    .version
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                let images: Vec<(&str, &str)> = bundle
-                    .related_images
-                    .iter()
-                    .map(|r| (r.name.as_str(), r.image.as_str()))
-                    .collect();
-                let text = SynthesisInput::encode(value, &version, &images);
-                spill.append(text.as_bytes()).map_err(spill_error)?
-            }),
-            None => CsvPart::None,
+            Some(value) => CsvSource::Metadata {
+                input: {
+                    let version = bundle
+                        .version
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let images: Vec<(&str, &str)> = bundle
+                        .related_images
+                        .iter()
+                        .map(|r| (r.name.as_str(), r.image.as_str()))
+                        .collect();
+                    let text = SynthesisInput::encode(value, &version, &images);
+                    spill.append(text.as_bytes()).map_err(spill_error)?
+                },
+                package_description: package_description.clone(),
+                package_icon: package_icon.clone(),
+            },
+            None => CsvSource::None,
         },
     };
     let api_gvk = |(group, version, kind): &(String, String, String)| api::GroupVersionKind {
@@ -704,11 +565,16 @@ fn bundle_record(
     let base = spill
         .append(&prost::Message::encode_to_vec(&base))
         .map_err(spill_error)?;
-    Ok(RecordPart {
+    let provides = provides
+        .iter()
+        .map(|(g, v, k)| (interner.get(g), interner.get(v), interner.get(k)))
+        .collect();
+    Ok(BundleRecord {
         base,
         csv,
         objects,
         provides,
+        synthesized_csv: std::sync::OnceLock::new(),
     })
 }
 

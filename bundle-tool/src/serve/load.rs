@@ -48,10 +48,7 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
         return Err(tree.to_string());
     }
     let validated = started.elapsed();
-    // The index is built on worker threads, outside the runtime this runs on: pulls go
-    // through its handle.
-    let runtime = tokio::runtime::Handle::try_current().ok();
-    let inline = |bundle: &model::Bundle| -> Result<Inline, String> {
+    let mut inline = |bundle: &model::Bundle| -> Result<Inline, String> {
         if !options.inline_bundles {
             return Ok(Inline::No);
         }
@@ -64,9 +61,9 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
         if bundle.image.is_empty() {
             return Ok(Inline::No);
         }
-        pull_objects(&bundle.image, options.plain_http, runtime.as_ref()).map(Inline::Rendered)
+        pull_objects(&bundle.image, options.plain_http).map(Inline::Rendered)
     };
-    let index = CatalogIndex::build(model, &inline)?;
+    let index = CatalogIndex::build(model, &mut inline)?;
     let indexed = started.elapsed();
     // Loading parsed every document into short-lived trees; give those pages back so that a
     // long-running server's footprint is its index, not its start-up peak.
@@ -131,11 +128,7 @@ pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Pulls a bundle image and reads its manifests.
-fn pull_objects(
-    reference: &str,
-    plain_http: bool,
-    runtime: Option<&tokio::runtime::Handle>,
-) -> Result<Vec<String>, String> {
+fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, String> {
     let parsed: oci_client::Reference = reference
         .parse()
         .map_err(|e| format!("{reference:?} is not an image reference: {e}"))?;
@@ -144,9 +137,9 @@ fn pull_objects(
         crate::image::Credentials::from_auth_files(parsed.registry()),
     );
     let pull = client.pull(&parsed);
-    let image = match runtime {
-        Some(handle) => handle.block_on(pull),
-        None => tokio::runtime::Builder::new_current_thread()
+    let image = match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.block_on(pull),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?

@@ -86,12 +86,12 @@ impl Health for AlwaysServing {
 /// RPCs finish). `Err` is a start-up failure, with the validation errors of an invalid catalog.
 pub async fn run(config: ServeConfig) -> Result<(), String> {
     let started = Instant::now();
-    // Loaded right here, on the thread that runs the runtime (the process's main thread when
-    // started from the command line), and not on a blocking-pool thread: the index is
-    // allocated by the loading thread, and only the main thread's allocations are sure to
-    // come from glibc's main arena, the one `malloc_trim` fully trims (see
-    // `index::Joined::join`). Nothing else runs before the listener is bound.
-    let snapshot = load_snapshot(&config.root, &config.load)?;
+    let snapshot = {
+        let (root, options) = (config.root.clone(), config.load.clone());
+        tokio::task::spawn_blocking(move || load_snapshot(&root, &options))
+            .await
+            .map_err(|e| e.to_string())??
+    };
     let catalog = CatalogHandle::new(snapshot.index, snapshot.metas);
 
     let grpc_address = SocketAddr::new(config.address, config.port);

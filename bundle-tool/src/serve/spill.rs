@@ -26,37 +26,6 @@ impl BlobRef {
     pub fn is_empty(&self) -> bool {
         self.length == 0
     }
-
-    /// The same blob once the buffer it was written to starts `by` bytes into the file.
-    pub fn shifted(self, by: u64) -> BlobRef {
-        BlobRef {
-            offset: self.offset + by,
-            length: self.length,
-        }
-    }
-}
-
-/// Blobs collected in memory by a worker thread, at offsets relative to the buffer's start
-/// until [`SpillWriter::append_buffer`] places the buffer in the file.
-///
-/// Workers build packages in whatever order they finish; appending each package's buffer in
-/// package order keeps the file's layout the same from run to run.
-#[derive(Debug, Default)]
-pub struct SpillBuffer {
-    bytes: Vec<u8>,
-}
-
-impl SpillBuffer {
-    /// Appends a blob.
-    pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<BlobRef> {
-        let length = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
-        let blob = BlobRef {
-            offset: self.bytes.len() as u64,
-            length,
-        };
-        self.bytes.extend_from_slice(bytes);
-        Ok(blob)
-    }
 }
 
 /// Collects blobs while a snapshot is built.
@@ -95,14 +64,6 @@ impl SpillWriter {
         };
         self.offset += u64::from(length);
         Ok(blob)
-    }
-
-    /// Appends a worker's buffer; its blobs must then be [`BlobRef::shifted`] by the returned
-    /// offset.
-    pub fn append_buffer(&mut self, buffer: &SpillBuffer) -> std::io::Result<u64> {
-        let start = self.offset;
-        self.append(&buffer.bytes)?;
-        Ok(start)
     }
 
     /// Flushes and closes the writing side.
@@ -167,25 +128,6 @@ mod tests {
         file.read_into(a, &mut both).unwrap();
         file.read_into(b, &mut both).unwrap();
         assert_eq!(both, "firstzweite ✓".as_bytes());
-        let later = file.append(b"later").unwrap();
-        assert_eq!(file.read(later).unwrap(), b"later");
-        assert_eq!(file.read(a).unwrap(), b"first");
-    }
-
-    #[test]
-    fn buffered_blobs_read_back_once_placed() {
-        let mut writer = SpillWriter::new().unwrap();
-        let a = writer.append(b"first").unwrap();
-        let mut buffer = SpillBuffer::default();
-        let b = buffer.append(b"second").unwrap();
-        let c = buffer.append(b"third").unwrap();
-        let shift = writer.append_buffer(&buffer).unwrap();
-        let d = writer.append(b"fourth").unwrap();
-        let file = writer.finish().unwrap();
-        assert_eq!(file.read(a).unwrap(), b"first");
-        assert_eq!(file.read(b.shifted(shift)).unwrap(), b"second");
-        assert_eq!(file.read(c.shifted(shift)).unwrap(), b"third");
-        assert_eq!(file.read(d).unwrap(), b"fourth");
         let later = file.append(b"later").unwrap();
         assert_eq!(file.read(later).unwrap(), b"later");
         assert_eq!(file.read(a).unwrap(), b"first");
