@@ -130,7 +130,9 @@ fn provider_entries(
 ) {
     out.push(entry(package, &channel.name, name, &member.replaces));
     for skip in &member.skips {
-        if *skip != member.replaces && (!in_channel_only || channel.members.contains_key(skip)) {
+        if *skip != member.replaces
+            && (!in_channel_only || channel.members.contains_key(skip.as_str()))
+        {
             out.push(entry(package, &channel.name, name, skip));
         }
     }
@@ -145,7 +147,7 @@ fn latest_providers(
     let mut entries = Vec::new();
     for (package, p) in &index.packages {
         for channel in p.channels.values() {
-            let Some(head) = channel.members.get(&channel.head) else {
+            let Some(head) = channel.members.get(channel.head.as_str()) else {
                 continue;
             };
             if provides(head, group, version, kind) {
@@ -217,7 +219,7 @@ impl Registry for RegistryService {
             csv_name,
         } = request.get_ref();
         let channel = find_channel(&index, pkg_name, channel_name)?;
-        if !channel.members.contains_key(csv_name) {
+        if !channel.members.contains_key(csv_name.as_str()) {
             return Err(unknown(format!(
                 "package {pkg_name:?}, channel {channel_name:?}, bundle {csv_name:?} not found"
             )));
