@@ -26,8 +26,8 @@ pub struct BundleKey {
     pub package: Arc<str>,
     /// The channel (shared by all its keys).
     pub channel: Arc<str>,
-    /// The bundle (the same allocation as its channel's member key).
-    pub name: Arc<str>,
+    /// The bundle.
+    pub name: Box<str>,
 }
 
 /// A package as the registry API shows it.
@@ -52,8 +52,8 @@ pub struct ChannelEntry {
     pub head: String,
     /// Its deprecation message, if deprecated.
     pub deprecation: Option<String>,
-    /// Its bundles by name (names shared with the listing).
-    pub members: BTreeMap<Arc<str>, ChannelMember>,
+    /// Its bundles by name.
+    pub members: BTreeMap<String, ChannelMember>,
 }
 
 /// A bundle in one channel: the channel's edges for it and the shared bundle data.
@@ -83,9 +83,8 @@ pub struct BundleRecord {
     /// The bundle's manifests as JSON (from `olm.bundle.object`, or rendered for inline
     /// serving), in the snapshot's spill file.
     pub objects: Vec<BlobRef>,
-    /// The provided APIs as (group, version, kind); equal lists are shared within a
-    /// snapshot (a package's bundles mostly provide the same APIs).
-    pub provides: Arc<[ProvidedApi]>,
+    /// The provided APIs as (group, version, kind), interned per snapshot.
+    pub provides: Box<[ProvidedApi]>,
     /// The synthesized CSV once a request needed it, kept in the spill file: packageserver
     /// asks for the same channel heads again and again.
     pub synthesized_csv: std::sync::OnceLock<BlobRef>,
@@ -323,14 +322,13 @@ impl CatalogIndex {
                             record
                         }
                     };
-                    let name: Arc<str> = Arc::from(bundle_name.as_str());
                     listing.push(BundleKey {
                         package: package_key.clone(),
                         channel: channel_key.clone(),
-                        name: name.clone(),
+                        name: bundle_name.as_str().into(),
                     });
                     members.insert(
-                        name,
+                        bundle_name,
                         ChannelMember {
                             replaces: bundle.replaces,
                             skips: bundle.skips,
@@ -404,33 +402,17 @@ fn gvk(value: &Value) -> (String, String, String) {
     (field("group"), field("version"), field("kind"))
 }
 
-/// Shares equal strings (package, channel, group, version, kind names) and equal lists of
-/// provided APIs within a snapshot.
+/// Shares equal strings (package, channel, group, version, kind names) within a snapshot.
 #[derive(Default)]
-struct Interner {
-    names: HashMap<String, Arc<str>>,
-    provides: HashMap<Vec<(String, String, String)>, Arc<[ProvidedApi]>>,
-}
+struct Interner(HashMap<String, Arc<str>>);
 
 impl Interner {
     fn get(&mut self, text: &str) -> Arc<str> {
-        if let Some(shared) = self.names.get(text) {
+        if let Some(shared) = self.0.get(text) {
             return shared.clone();
         }
         let shared: Arc<str> = Arc::from(text);
-        self.names.insert(text.to_string(), shared.clone());
-        shared
-    }
-
-    fn provides(&mut self, list: Vec<(String, String, String)>) -> Arc<[ProvidedApi]> {
-        if let Some(shared) = self.provides.get(&list) {
-            return shared.clone();
-        }
-        let shared: Arc<[ProvidedApi]> = list
-            .iter()
-            .map(|(g, v, k)| (self.get(g), self.get(v), self.get(k)))
-            .collect();
-        self.provides.insert(list, shared.clone());
+        self.0.insert(text.to_string(), shared.clone());
         shared
     }
 }
@@ -583,7 +565,10 @@ fn bundle_record(
     let base = spill
         .append(&prost::Message::encode_to_vec(&base))
         .map_err(spill_error)?;
-    let provides = interner.provides(provides);
+    let provides = provides
+        .iter()
+        .map(|(g, v, k)| (interner.get(g), interner.get(v), interner.get(k)))
+        .collect();
     Ok(BundleRecord {
         base,
         csv,

@@ -130,9 +130,7 @@ fn provider_entries(
 ) {
     out.push(entry(package, &channel.name, name, &member.replaces));
     for skip in &member.skips {
-        if *skip != member.replaces
-            && (!in_channel_only || channel.members.contains_key(skip.as_str()))
-        {
+        if *skip != member.replaces && (!in_channel_only || channel.members.contains_key(skip)) {
             out.push(entry(package, &channel.name, name, skip));
         }
     }
@@ -147,7 +145,7 @@ fn latest_providers(
     let mut entries = Vec::new();
     for (package, p) in &index.packages {
         for channel in p.channels.values() {
-            let Some(head) = channel.members.get(channel.head.as_str()) else {
+            let Some(head) = channel.members.get(&channel.head) else {
                 continue;
             };
             if provides(head, group, version, kind) {
@@ -219,7 +217,7 @@ impl Registry for RegistryService {
             csv_name,
         } = request.get_ref();
         let channel = find_channel(&index, pkg_name, channel_name)?;
-        if !channel.members.contains_key(csv_name.as_str()) {
+        if !channel.members.contains_key(csv_name) {
             return Err(unknown(format!(
                 "package {pkg_name:?}, channel {channel_name:?}, bundle {csv_name:?} not found"
             )));
