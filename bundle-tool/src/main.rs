@@ -546,16 +546,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if json {
                     // File by file, each written out as soon as it is parsed (see `spool`).
                     let files = declcfg::catalog_files(dir)?;
-                    let window = 2 * bundle_tool::parallel::workers();
                     let (text, index) = spool.parts();
                     let render_file = |file: &std::path::PathBuf| -> anyhow::Result<_> {
                         let config = declcfg::load_file(file)?;
                         Ok(text.store(declcfg::RenderedDocuments::of(&config)?)?)
                     };
-                    bundle_tool::parallel::for_each_ordered(&files, window, render_file, |r| {
-                        index.append(r?);
-                        Ok::<(), anyhow::Error>(())
-                    })?;
+                    // Workers store the text themselves and hand back only where it is, so
+                    // files can be rendered in any order: largest first.
+                    let size = |i: usize| std::fs::metadata(&files[i]).map_or(0, |m| m.len());
+                    bundle_tool::parallel::for_each_ordered_largest_first(
+                        &files,
+                        size,
+                        render_file,
+                        |r| {
+                            index.append(r?);
+                            Ok::<(), anyhow::Error>(())
+                        },
+                    )?;
                     continue;
                 }
                 let config = declcfg::load_dir(dir)?;

@@ -49,12 +49,13 @@ where
 /// Computes `f` for every item on every core and hands the results to `consume` one at a
 /// time, in input order, on the calling thread; stops at the first error `consume` returns.
 ///
-/// At most `window` items are computed ahead of the one being consumed, so memory stays
-/// bounded by a few results however many items there are (a catalog render holds one parsed
-/// file per worker, not the whole catalog).
-pub fn for_each_ordered<T, R, E, F, C>(
+/// The largest items by `cost` (of an item's index) are computed first, so that one large
+/// item near the end does not leave the other cores idle (a catalog's files differ in size by
+/// 100×). Workers never wait for the consumer: use it where results are small, or kept
+/// anyway (a render's workers store their text themselves and return only where it is).
+pub fn for_each_ordered_largest_first<T, R, E, F, C>(
     items: &[T],
-    window: usize,
+    cost: impl Fn(usize) -> u64,
     f: F,
     mut consume: C,
 ) -> Result<(), E>
@@ -66,7 +67,7 @@ where
 {
     use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::{Condvar, Mutex, mpsc};
+    use std::sync::mpsc;
 
     let workers = workers().min(items.len());
     if workers <= 1 {
@@ -75,32 +76,20 @@ where
         }
         return Ok(());
     }
-    let window = window.max(workers);
+    let mut dispatch: Vec<usize> = (0..items.len()).collect();
+    dispatch.sort_by_cached_key(|&i| std::cmp::Reverse(cost(i)));
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    // The index of the next result to consume, and a signal when it moves.
-    let consumed = (Mutex::new(0usize), Condvar::new());
     let (sender, receiver) = mpsc::channel::<(usize, R)>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let sender = sender.clone();
-            let (next, stop, consumed, f) = (&next, &stop, &consumed, &f);
+            let (next, stop, f, dispatch) = (&next, &stop, &f, &dispatch);
             scope.spawn(move || {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= items.len() {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(&index) = dispatch.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
-                    }
-                    {
-                        let (lock, moved) = consumed;
-                        let mut done = lock.lock().unwrap_or_else(|e| e.into_inner());
-                        while index >= *done + window && !stop.load(Ordering::Relaxed) {
-                            done = moved.wait(done).unwrap_or_else(|e| e.into_inner());
-                        }
-                    }
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
+                    };
                     if sender.send((index, f(&items[index]))).is_err() {
                         break;
                     }
@@ -110,11 +99,6 @@ where
         drop(sender);
         let mut waiting: BTreeMap<usize, R> = BTreeMap::new();
         let mut wanted = 0usize;
-        let finish = |result: Result<(), E>| {
-            stop.store(true, Ordering::Relaxed);
-            consumed.1.notify_all();
-            result
-        };
         while wanted < items.len() {
             let result = match waiting.remove(&wanted) {
                 Some(result) => result,
@@ -129,13 +113,12 @@ where
                 },
             };
             if let Err(e) = consume(result) {
-                return finish(Err(e));
+                stop.store(true, Ordering::Relaxed);
+                return Err(e);
             }
             wanted += 1;
-            *consumed.0.lock().unwrap_or_else(|e| e.into_inner()) = wanted;
-            consumed.1.notify_all();
         }
-        finish(Ok(()))
+        Ok(())
     })
 }
 
@@ -167,20 +150,30 @@ mod tests {
             }
             *i
         };
-        for_each_ordered(&items, 4, slow, |i| {
-            seen.push(i);
-            Ok::<(), ()>(())
-        })
+        for_each_ordered_largest_first(
+            &items,
+            |i| (i % 10) as u64,
+            slow,
+            |i| {
+                seen.push(i);
+                Ok::<(), ()>(())
+            },
+        )
         .unwrap();
         assert_eq!(seen, items);
         let mut seen = Vec::new();
-        let result = for_each_ordered(&items, 4, slow, |i| {
-            if i == 123 {
-                return Err(i);
-            }
-            seen.push(i);
-            Ok(())
-        });
+        let result = for_each_ordered_largest_first(
+            &items,
+            |i| (i % 10) as u64,
+            slow,
+            |i| {
+                if i == 123 {
+                    return Err(i);
+                }
+                seen.push(i);
+                Ok(())
+            },
+        );
         assert_eq!(result, Err(123));
         assert_eq!(seen, (0..123).collect::<Vec<_>>());
     }

@@ -754,8 +754,10 @@ pub fn validate_dir(root: &std::path::Path) -> Result<ValidCatalog, String> {
         }
         Ok((part, checks))
     };
-    let window = 2 * crate::parallel::workers();
-    crate::parallel::for_each_ordered(&files, window, check_file, |loaded| {
+    // Every part is kept until the model is built, so nothing is gained by holding workers
+    // back: the largest files go first.
+    let size = |i: usize| std::fs::metadata(&files[i]).map_or(0, |m| m.len());
+    crate::parallel::for_each_ordered_largest_first(&files, size, check_file, |loaded| {
         let (part, checks) = loaded?;
         config.append(part);
         own_checks.extend(checks);
