@@ -64,6 +64,9 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
     let files = catalog_files(root)?;
     // Files are parsed on every core, each into its own config; they are then joined in walk
     // order, so the result (and the first error reported) is what a sequential load gives.
+    // Joined only once every file is parsed, not as results come (as `catalog validate`
+    // does): a server keeps what it builds from this, and joining during the parse left its
+    // heap fragmented (idle RSS on the generated catalog 31 -> 52 MiB).
     let load_file = |file: &PathBuf| load_file(file);
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
