@@ -4,6 +4,7 @@ mod ignore;
 mod json;
 mod load;
 mod one_pass;
+mod pretty;
 mod raw;
 mod spool;
 mod transcode;

@@ -132,9 +132,15 @@ fn serialize_pretty(documents: &[Document<'_>]) -> std::io::Result<Vec<u8>> {
 
 /// One document as opm's pretty JSON (4-space indent), followed by a line break.
 pub(super) fn write_pretty(document: &Document<'_>, buffer: &mut Vec<u8>) -> std::io::Result<()> {
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut serializer = serde_json::Serializer::with_formatter(&mut *buffer, formatter);
-    document.serialize(&mut serializer)?;
+    if let Document::Bundle(bundle) = document {
+        // Bundles are most of the output: written without serde's round trip of every
+        // property value (see `pretty`).
+        super::pretty::write_bundle(bundle, buffer)?;
+    } else {
+        let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+        let mut serializer = serde_json::Serializer::with_formatter(&mut *buffer, formatter);
+        document.serialize(&mut serializer)?;
+    }
     buffer.push(b'\n');
     Ok(())
 }
