@@ -143,18 +143,45 @@ fn value(out: &mut Vec<u8>, raw: &RawJson, depth: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Writes the key of a field at `depth`, after a comma unless it is the first.
+fn field(out: &mut Vec<u8>, first: bool, depth: usize, name: &str) {
+    if !first {
+        out.push(b',');
+    }
+    newline(out, depth);
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\": ");
+}
+
+/// Writes a field holding an array of objects (the bundle's properties or related images),
+/// each object's fields written by `fields` at depth 3.
+fn object_array<T>(
+    out: &mut Vec<u8>,
+    name: &str,
+    items: &[T],
+    fields: impl Fn(&mut Vec<u8>, &T) -> io::Result<()>,
+) -> io::Result<()> {
+    field(out, false, 1, name);
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        newline(out, 2);
+        out.push(b'{');
+        fields(out, item)?;
+        newline(out, 2);
+        out.push(b'}');
+    }
+    newline(out, 1);
+    out.push(b']');
+    Ok(())
+}
+
 /// One bundle document as `serde_json` writes its derived `Serialize` with 4-space indents
 /// (no trailing line break).
 pub(super) fn write_bundle(bundle: &Bundle, out: &mut Vec<u8>) -> io::Result<()> {
-    let field = |out: &mut Vec<u8>, first: bool, depth: usize, name: &str| {
-        if !first {
-            out.push(b',');
-        }
-        newline(out, depth);
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\": ");
-    };
     out.push(b'{');
     field(out, true, 1, "schema");
     string(out, &bundle.schema);
@@ -165,42 +192,26 @@ pub(super) fn write_bundle(bundle: &Bundle, out: &mut Vec<u8>) -> io::Result<()>
     field(out, false, 1, "image");
     string(out, &bundle.image);
     if !bundle.properties.is_empty() {
-        field(out, false, 1, "properties");
-        out.push(b'[');
-        for (i, property) in bundle.properties.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            newline(out, 2);
-            out.push(b'{');
+        object_array(out, "properties", &bundle.properties, |out, property| {
             field(out, true, 3, "type");
             string(out, &property.type_);
             field(out, false, 3, "value");
-            value(out, &property.value, 3)?;
-            newline(out, 2);
-            out.push(b'}');
-        }
-        newline(out, 1);
-        out.push(b']');
+            value(out, &property.value, 3)
+        })?;
     }
     if !bundle.related_images.is_empty() {
-        field(out, false, 1, "relatedImages");
-        out.push(b'[');
-        for (i, related) in bundle.related_images.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            newline(out, 2);
-            out.push(b'{');
-            field(out, true, 3, "name");
-            string(out, &related.name);
-            field(out, false, 3, "image");
-            string(out, &related.image);
-            newline(out, 2);
-            out.push(b'}');
-        }
-        newline(out, 1);
-        out.push(b']');
+        object_array(
+            out,
+            "relatedImages",
+            &bundle.related_images,
+            |out, related| {
+                field(out, true, 3, "name");
+                string(out, &related.name);
+                field(out, false, 3, "image");
+                string(out, &related.image);
+                Ok(())
+            },
+        )?;
     }
     newline(out, 0);
     out.push(b'}');
