@@ -1,4 +1,4 @@
-//! glibc heap settings for the commands that load whole catalogs.
+//! glibc heap settings for the commands that load whole catalogs, and for the server.
 
 /// Keeps every allocation of 256 KiB and more in its own mapping, returned to the kernel
 /// when freed.
@@ -30,5 +30,29 @@ pub fn grow_heap_in_large_steps() {
     #[cfg(target_env = "gnu")]
     unsafe {
         libc::mallopt(libc::M_TOP_PAD, 4 << 20);
+    }
+}
+
+/// Caps glibc's malloc arenas at two (one per core here) for the server's life; call it
+/// before any thread starts. By default each thread that allocates concurrently gets its own
+/// arena (up to 8 per core): the loader threads' arenas end up holding a few long-lived index
+/// allocations on pages `malloc_trim` then cannot return. Measured on the generated 20,000
+/// bundle catalog: RSS after load 148 -> 117 MiB, start-up unchanged; `catalog validate` and
+/// `render` peaks did not change, so only the server sets it.
+pub fn limit_malloc_arenas() {
+    // SAFETY: mallopt only changes an allocator tunable; it runs before other threads exist.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Returns free heap pages (in every arena) to the kernel.
+pub fn trim_heap() {
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; glibc makes it
+    // thread-safe.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -13,7 +13,7 @@
 //! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
-//! - [`heap`]: allocator settings for commands that hold whole catalogs.
+//! - [`heap`]: allocator settings for commands that hold whole catalogs, and the server.
 //! - [`parallel`]: per-item work on every core, results in input order.
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 

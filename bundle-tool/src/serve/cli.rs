@@ -40,7 +40,7 @@ pub struct ServeArgs {
 
 /// Runs `bundle-tool serve`.
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    super::load::limit_malloc_arenas();
+    crate::heap::limit_malloc_arenas();
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -67,7 +67,7 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
     let indexed = started.elapsed();
     // Loading parsed every document into short-lived trees; give those pages back so that a
     // long-running server's footprint is its index, not its start-up peak.
-    trim_heap();
+    crate::heap::trim_heap();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     tracing::info!(
         load_ms = ms(loaded),
@@ -77,30 +77,6 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
         "catalog loaded"
     );
     Ok(Snapshot { index, metas })
-}
-
-/// Caps glibc's malloc arenas at two (one per core here) for the server's life; call it
-/// before any thread starts. By default each thread that allocates concurrently gets its own
-/// arena (up to 8 per core): the loader threads' arenas end up holding a few long-lived index
-/// allocations on pages `malloc_trim` then cannot return. Measured on the generated 20,000
-/// bundle catalog: RSS after load 148 -> 117 MiB, start-up unchanged; `catalog validate` and
-/// `render` peaks did not change, so only the server sets it.
-pub fn limit_malloc_arenas() {
-    // SAFETY: mallopt only changes an allocator tunable; it runs before other threads exist.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
-/// Returns free heap pages (in every arena) to the kernel.
-pub fn trim_heap() {
-    // SAFETY: malloc_trim only returns free heap pages to the kernel; glibc makes it
-    // thread-safe.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// A bundle folder's manifests as compact JSON, in file-name order (as opm renders them).

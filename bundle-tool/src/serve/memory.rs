@@ -27,7 +27,7 @@ pub async fn trim_after_bursts(catalog: CatalogHandle) {
         } else if !trimmed {
             trimmed = true;
             // It walks every arena under their locks for a few milliseconds: off the runtime.
-            let _ = tokio::task::spawn_blocking(super::load::trim_heap).await;
+            let _ = tokio::task::spawn_blocking(crate::heap::trim_heap).await;
         }
     }
 }
