@@ -47,6 +47,26 @@ pub fn limit_malloc_arenas() {
     }
 }
 
+/// Turns off glibc's fast bins: every small block is merged with its free neighbours when it
+/// is freed, as larger blocks are; call it before any thread starts.
+///
+/// Blocks in fast bins count as used until something consolidates them. After a catalog
+/// load, `malloc_trim` does consolidate them, but in a thread arena (not the main one) what
+/// that frees ends up merged into the arena's top, which `malloc_trim` does not give back;
+/// only a later large free would. Measured on the server with the generated 20,000-bundle
+/// catalog (quick-release, pinned to one CPU, `malloc_stats` at idle): the second arena kept
+/// 32 MB of system memory with 20 KB in use, idle RSS 47.7 MiB; with fast bins off the arena
+/// holds 1.7 MB and RSS is 18.1 MiB. Stage times did not move (load 55 ms, index 63–67 ms on
+/// two cores). One arena instead gave the same RSS but doubled the parallel load (55 -> 120
+/// ms) through lock contention.
+pub fn merge_small_frees() {
+    // SAFETY: mallopt only changes an allocator tunable; it runs before other threads exist.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_MXFAST, 0);
+    }
+}
+
 /// Returns free heap pages (in every arena) to the kernel.
 pub fn trim_heap() {
     // SAFETY: malloc_trim only returns free heap pages to the kernel; glibc makes it

@@ -41,6 +41,7 @@ pub struct ServeArgs {
 /// Runs `bundle-tool serve`.
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     crate::heap::limit_malloc_arenas();
+    crate::heap::merge_small_frees();
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

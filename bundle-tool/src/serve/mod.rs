@@ -137,8 +137,8 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
     tracing::info!(
         address = %grpc_address,
         http = ?http_address,
-        packages = index.packages.len(),
-        bundles = index.bundle_count,
+        packages = index.packages().len(),
+        bundles = index.bundle_count(),
         startup_ms = started.elapsed().as_millis() as u64,
         "serving registry"
     );

@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use super::api;
 use super::encoded::{EncodedBundle, registry_server::Registry};
-use super::index::{CatalogIndex, ChannelMember};
+use super::index::{CatalogIndex, ChannelEntry, ChannelMember, PackageEntry};
 use super::state::CatalogHandle;
 
 type EntryStream = tokio_stream::Iter<std::vec::IntoIter<Result<api::ChannelEntry, Status>>>;
@@ -48,9 +48,9 @@ impl Stream for BundleStream {
 
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        while let Some(key) = this.index.listing.get(this.position) {
+        while this.position < this.index.listing_len() {
             this.position += 1;
-            if let Some(bundle) = this.index.listed_answer(key) {
+            if let Some(bundle) = this.index.listed_answer(this.position - 1) {
                 return Poll::Ready(Some(Ok(bundle)));
             }
         }
@@ -68,7 +68,11 @@ impl Stream for PackageNameStream {
     type Item = Result<api::PackageName, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let name = self.index.packages.keys().nth(self.position).cloned();
+        let name = self
+            .index
+            .packages()
+            .get(self.position)
+            .map(|p| p.name.clone());
         self.position += 1;
         Poll::Ready(name.map(|name| Ok(api::PackageName { name })))
     }
@@ -78,18 +82,21 @@ fn unknown(message: String) -> Status {
     Status::unknown(message)
 }
 
+/// A package, or opm's error for it missing.
+fn find_package<'a>(index: &'a CatalogIndex, package: &str) -> Result<&'a PackageEntry, Status> {
+    index
+        .package(package)
+        .ok_or_else(|| unknown(format!("package {package:?} not found")))
+}
+
 /// A package's channel, or opm's error for the missing package or channel.
 fn find_channel<'a>(
     index: &'a CatalogIndex,
     package: &str,
     channel: &str,
-) -> Result<&'a super::index::ChannelEntry, Status> {
+) -> Result<&'a ChannelEntry, Status> {
     index
-        .packages
-        .get(package)
-        .ok_or_else(|| unknown(format!("package {package:?} not found")))?
-        .channels
-        .get(channel)
+        .channel(find_package(index, package)?, channel)
         .ok_or_else(|| {
             unknown(format!(
                 "package {package:?}, channel {channel:?} not found"
@@ -112,28 +119,40 @@ fn stream_of(entries: Vec<api::ChannelEntry>) -> Response<EntryStream> {
     ))
 }
 
-fn provides(member: &ChannelMember, group: &str, version: &str, kind: &str) -> bool {
-    member
-        .record
-        .provides
-        .iter()
-        .any(|(g, v, k)| **g == *group && **v == *version && **k == *kind)
-}
-
 /// A member's entries for the provider RPCs: itself with its `replaces`, then one per skip
 /// (other than `replaces`); `in_channel_only` keeps just skips of bundles in the channel.
 fn provider_entries(
     out: &mut Vec<api::ChannelEntry>,
-    (package, channel, name): (&str, &super::index::ChannelEntry, &str),
+    index: &CatalogIndex,
+    (package, channel): (&str, &ChannelEntry),
     member: &ChannelMember,
     in_channel_only: bool,
 ) {
-    out.push(entry(package, &channel.name, name, &member.replaces));
-    for skip in &member.skips {
-        if *skip != member.replaces && (!in_channel_only || channel.members.contains_key(skip)) {
+    let (name, replaces) = (index.name(member), index.replaces(member));
+    out.push(entry(package, &channel.name, name, replaces));
+    for skip in index.skips(member) {
+        if skip != replaces && (!in_channel_only || index.member(channel, skip).is_some()) {
             out.push(entry(package, &channel.name, name, skip));
         }
     }
+}
+
+/// A member's single-bundle answer.
+fn answer(
+    index: &CatalogIndex,
+    channel: &ChannelEntry,
+    member: &ChannelMember,
+) -> Result<Response<EncodedBundle>, Status> {
+    index
+        .single_answer(channel, member)
+        .map(Response::new)
+        .ok_or_else(|| Status::internal("bundle missing from the spill file"))
+}
+
+fn no_providers(group: &str, version: &str, kind: &str) -> Status {
+    unknown(format!(
+        "no channel entries found that provide group:{group:?} version:{version:?} kind:{kind:?}"
+    ))
 }
 
 fn latest_providers(
@@ -142,21 +161,20 @@ fn latest_providers(
     version: &str,
     kind: &str,
 ) -> Result<Vec<api::ChannelEntry>, Status> {
+    let api = index
+        .api(group, version, kind)
+        .ok_or_else(|| no_providers(group, version, kind))?;
     let mut entries = Vec::new();
-    for (package, p) in &index.packages {
-        for channel in p.channels.values() {
-            let Some(head) = channel.members.get(&channel.head) else {
-                continue;
-            };
-            if provides(head, group, version, kind) {
-                provider_entries(&mut entries, (package, channel, &channel.head), head, true);
+    for package in index.packages() {
+        for channel in index.channels(package) {
+            let head = index.head(channel);
+            if index.provides(head, api) {
+                provider_entries(&mut entries, index, (&package.name, channel), head, true);
             }
         }
     }
     if entries.is_empty() {
-        return Err(unknown(format!(
-            "no channel entries found that provide group:{group:?} version:{version:?} kind:{kind:?}"
-        )));
+        return Err(no_providers(group, version, kind));
     }
     Ok(entries)
 }
@@ -180,11 +198,7 @@ impl Registry for RegistryService {
         request: Request<api::GetPackageRequest>,
     ) -> Result<Response<api::Package>, Status> {
         let index = self.snapshot("GetPackage");
-        let name = &request.get_ref().name;
-        let package = index
-            .packages
-            .get(name)
-            .ok_or_else(|| unknown(format!("package {name:?} not found")))?;
+        let package = find_package(&index, &request.get_ref().name)?;
         let deprecation = |message: &Option<String>| {
             message.as_ref().map(|message| api::Deprecation {
                 message: message.clone(),
@@ -192,12 +206,12 @@ impl Registry for RegistryService {
         };
         Ok(Response::new(api::Package {
             name: package.name.clone(),
-            channels: package
-                .channels
-                .values()
+            channels: index
+                .channels(package)
+                .iter()
                 .map(|c| api::Channel {
                     name: c.name.clone(),
-                    csv_name: c.head.clone(),
+                    csv_name: index.name(index.head(c)).to_string(),
                     deprecation: deprecation(&c.deprecation),
                 })
                 .collect(),
@@ -217,15 +231,12 @@ impl Registry for RegistryService {
             csv_name,
         } = request.get_ref();
         let channel = find_channel(&index, pkg_name, channel_name)?;
-        if !channel.members.contains_key(csv_name) {
-            return Err(unknown(format!(
+        let member = index.member(channel, csv_name).ok_or_else(|| {
+            unknown(format!(
                 "package {pkg_name:?}, channel {channel_name:?}, bundle {csv_name:?} not found"
-            )));
-        }
-        index
-            .single_answer(pkg_name, channel_name, csv_name)
-            .map(Response::new)
-            .ok_or_else(|| Status::internal("bundle vanished from the index"))
+            ))
+        })?;
+        answer(&index, channel, member)
     }
 
     async fn get_bundle_for_channel(
@@ -238,10 +249,7 @@ impl Registry for RegistryService {
             channel_name,
         } = request.get_ref();
         let channel = find_channel(&index, pkg_name, channel_name)?;
-        index
-            .single_answer(pkg_name, channel_name, &channel.head)
-            .map(Response::new)
-            .ok_or_else(|| Status::internal("channel head missing from the index"))
+        answer(&index, channel, index.head(channel))
     }
 
     type GetChannelEntriesThatReplaceStream = EntryStream;
@@ -253,16 +261,18 @@ impl Registry for RegistryService {
         let index = self.snapshot("GetChannelEntriesThatReplace");
         let name = &request.get_ref().csv_name;
         let mut entries = Vec::new();
-        for (package, p) in &index.packages {
-            for channel in p.channels.values() {
-                for (bundle, member) in &channel.members {
-                    if member.replaces == *name {
-                        entries.push(entry(package, &channel.name, bundle, &member.replaces));
+        for package in index.packages() {
+            for channel in index.channels(package) {
+                for member in index.members(channel) {
+                    let (bundle, replaces) = (index.name(member), index.replaces(member));
+                    let found = |package: &str| entry(package, &channel.name, bundle, replaces);
+                    if replaces == name {
+                        entries.push(found(&package.name));
                     }
                     // opm adds one more entry per matching skip, still carrying `replaces`.
-                    for skip in &member.skips {
-                        if skip == name && *skip != member.replaces {
-                            entries.push(entry(package, &channel.name, bundle, &member.replaces));
+                    for skip in index.skips(member) {
+                        if skip == name && skip != replaces {
+                            entries.push(found(&package.name));
                         }
                     }
                 }
@@ -287,25 +297,21 @@ impl Registry for RegistryService {
             channel_name,
         } = request.get_ref();
         let package = index
-            .packages
-            .get(pkg_name)
+            .package(pkg_name)
             .ok_or_else(|| unknown(format!("package {pkg_name} not found")))?;
-        let channel = package.channels.get(channel_name).ok_or_else(|| {
+        let channel = index.channel(package, channel_name).ok_or_else(|| {
             unknown(format!(
                 "package {pkg_name:?}, channel {channel_name:?} not found"
             ))
         })?;
         // opm picks any match (map order); the first by name is a deterministic choice of the
         // same set.
-        let found = channel
-            .members
+        let found = index
+            .members(channel)
             .iter()
-            .find(|(_, m)| m.replaces == *csv_name || m.skips.contains(csv_name));
+            .find(|m| index.replaces(m) == csv_name || index.skips(m).any(|skip| skip == csv_name));
         match found {
-            Some((name, _)) => index
-                .single_answer(pkg_name, channel_name, name)
-                .map(Response::new)
-                .ok_or_else(|| Status::internal("bundle vanished from the index")),
+            Some(member) => answer(&index, channel, member),
             None => Err(unknown(format!(
                 "no entry found for package {pkg_name:?}, channel {channel_name:?}"
             ))),
@@ -325,20 +331,22 @@ impl Registry for RegistryService {
             kind,
             ..
         } = request.get_ref();
+        let api = index
+            .api(group, version, kind)
+            .ok_or_else(|| no_providers(group, version, kind))?;
         let mut entries = Vec::new();
-        for (package, p) in &index.packages {
-            for channel in p.channels.values() {
-                for (name, member) in &channel.members {
-                    if provides(member, group, version, kind) {
-                        provider_entries(&mut entries, (package, channel, name), member, false);
+        for package in index.packages() {
+            for channel in index.channels(package) {
+                for member in index.members(channel) {
+                    if index.provides(member, api) {
+                        let at = (package.name.as_str(), channel);
+                        provider_entries(&mut entries, &index, at, member, false);
                     }
                 }
             }
         }
         if entries.is_empty() {
-            return Err(unknown(format!(
-                "no channel entries found that provide group:{group:?} version:{version:?} kind:{kind:?}"
-            )));
+            return Err(no_providers(group, version, kind));
         }
         Ok(stream_of(entries))
     }
@@ -371,14 +379,17 @@ impl Registry for RegistryService {
         // channel wins, as in opm.
         let latest = latest_providers(&index, group, version, kind)?;
         for e in &latest {
-            let Some(package) = index.packages.get(&e.package_name) else {
+            let Some(package) = index.package(&e.package_name) else {
                 continue;
             };
             if e.channel_name == package.default_channel {
-                return index
-                    .single_answer(&e.package_name, &e.channel_name, &e.bundle_name)
-                    .map(Response::new)
-                    .ok_or_else(|| Status::internal("bundle vanished from the index"));
+                let member = index
+                    .channel(package, &e.channel_name)
+                    .and_then(|channel| Some((channel, index.member(channel, &e.bundle_name)?)));
+                let Some((channel, member)) = member else {
+                    return Err(Status::internal("bundle vanished from the index"));
+                };
+                return answer(&index, channel, member);
             }
         }
         Err(unknown(format!(

@@ -45,7 +45,10 @@ pub async fn reload(root: &Path, options: &LoadOptions, catalog: &CatalogHandle,
     let loaded = tokio::task::spawn_blocking(move || load_snapshot(&dir, &opts)).await;
     match loaded {
         Ok(Ok(snapshot)) => {
-            let (packages, bundles) = (snapshot.index.packages.len(), snapshot.index.bundle_count);
+            let (packages, bundles) = (
+                snapshot.index.packages().len(),
+                snapshot.index.bundle_count(),
+            );
             catalog.replace(snapshot.index, snapshot.metas);
             tracing::info!(reason, packages, bundles, "catalog reloaded");
         }

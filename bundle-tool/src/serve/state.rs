@@ -135,8 +135,8 @@ impl CatalogHandle {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .clone(),
-            packages: index.packages.len(),
-            bundles: index.bundle_count,
+            packages: index.packages().len(),
+            bundles: index.bundle_count(),
         }
     }
 }

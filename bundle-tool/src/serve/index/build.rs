@@ -1,0 +1,406 @@
+//! Building a [`CatalogIndex`] from a validated model.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::property::{bundle_object_json, is_csv, opm_property_json, string_fields};
+use super::{
+    ApiName, BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, PackageEntry, Span,
+};
+use crate::catalog::model::{self, Model};
+use crate::serve::api;
+use crate::serve::spill::{BlobRef, SpillWriter};
+
+/// Whether a bundle is served inline (empty bundle path, manifests embedded).
+#[derive(Debug)]
+pub enum Inline {
+    /// Served by image, as written.
+    No,
+    /// Inline, from its `olm.bundle.object` properties.
+    FromProperties,
+    /// Inline, with these manifests (JSON) rendered from its bundle folder or image.
+    Rendered(Vec<String>),
+}
+
+impl CatalogIndex {
+    /// Builds the index from a validated model; `inline` decides, bundle by bundle, whether
+    /// it is served inline.
+    pub fn build(
+        model: Model,
+        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
+    ) -> Result<CatalogIndex, String> {
+        let mut builder = Builder::new()?;
+        for (name, package) in model.packages {
+            builder.package(name, package, inline)?;
+        }
+        builder.finish()
+    }
+}
+
+/// The index under construction, with what only the build needs.
+struct Builder {
+    spill: SpillWriter,
+    text: String,
+    packages: Vec<PackageEntry>,
+    channels: Vec<ChannelEntry>,
+    /// Each channel's package, for the listing's order.
+    channel_packages: Vec<u32>,
+    members: Vec<ChannelMember>,
+    skips: Vec<Span>,
+    bundles: Vec<BundleRecord>,
+    objects: Vec<BlobRef>,
+    provided: Vec<u32>,
+    apis: Vec<ApiName>,
+    api_positions: HashMap<[String; 3], u32>,
+    listing: Vec<(u32, u32)>,
+    /// Reused for each encoded message.
+    scratch: Vec<u8>,
+}
+
+fn spill_error(e: std::io::Error) -> String {
+    format!("spill file: {e}")
+}
+
+fn position(len: usize) -> Result<u32, String> {
+    u32::try_from(len).map_err(|_| "catalog too large to index".to_string())
+}
+
+impl Builder {
+    fn new() -> Result<Self, String> {
+        Ok(Builder {
+            spill: SpillWriter::new().map_err(spill_error)?,
+            text: String::new(),
+            packages: Vec::new(),
+            channels: Vec::new(),
+            channel_packages: Vec::new(),
+            members: Vec::new(),
+            skips: Vec::new(),
+            bundles: Vec::new(),
+            objects: Vec::new(),
+            provided: Vec::new(),
+            apis: Vec::new(),
+            api_positions: HashMap::new(),
+            listing: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Stores a name in the text buffer.
+    fn text(&mut self, text: &str) -> Result<Span, String> {
+        if text.is_empty() {
+            return Ok(Span::default());
+        }
+        let span = Span {
+            start: position(self.text.len())?,
+            len: position(text.len())?,
+        };
+        position(self.text.len() + text.len())?;
+        self.text.push_str(text);
+        Ok(span)
+    }
+
+    fn package(
+        &mut self,
+        name: String,
+        package: model::Package,
+        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
+    ) -> Result<(), String> {
+        let package_position = position(self.packages.len())?;
+        let channels_start = position(self.channels.len())?;
+        // A bundle in several channels becomes one record.
+        let mut records: HashMap<String, u32> = HashMap::new();
+        for (channel_name, channel) in package.channels {
+            let head_name = channel.head()?.name.clone();
+            let channel_position = position(self.channels.len())?;
+            let members_start = position(self.members.len())?;
+            let mut head = None;
+            for (bundle_name, bundle) in channel.bundles {
+                let record = match records.get(&bundle_name) {
+                    Some(record) => *record,
+                    None => {
+                        let decision =
+                            inline(&bundle).map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
+                        let record = self.bundle(package_position, &name, &bundle, decision)?;
+                        records.insert(bundle_name.clone(), record);
+                        record
+                    }
+                };
+                let member_position = position(self.members.len())?;
+                if bundle_name == head_name {
+                    head = Some(member_position);
+                }
+                let skips_start = position(self.skips.len())?;
+                for skip in &bundle.skips {
+                    let span = self.text(skip)?;
+                    self.skips.push(span);
+                }
+                let member = ChannelMember {
+                    name: self.text(&bundle_name)?,
+                    replaces: self.text(&bundle.replaces)?,
+                    skip_range: self.text(&bundle.skip_range)?,
+                    skips: Span {
+                        start: skips_start,
+                        len: position(bundle.skips.len())?,
+                    },
+                    bundle: record,
+                    answer: OnceLock::new(),
+                };
+                self.members.push(member);
+                self.listing.push((channel_position, member_position));
+            }
+            let head = head.ok_or_else(|| format!("channel {channel_name:?}: head not found"))?;
+            self.channels.push(ChannelEntry {
+                name: channel_name,
+                deprecation: channel.deprecation,
+                head,
+                members: Span {
+                    start: members_start,
+                    len: position(self.members.len())? - members_start,
+                },
+            });
+            self.channel_packages.push(package_position);
+        }
+        let icon = package.icon.as_ref().map(|icon| {
+            (
+                base64::engine::general_purpose::STANDARD.encode(&icon.data),
+                icon.media_type.clone(),
+            )
+        });
+        self.packages.push(PackageEntry {
+            name,
+            default_channel: package.default_channel.unwrap_or_default(),
+            deprecation: package.deprecation,
+            description: package.description,
+            icon,
+            channels: Span {
+                start: channels_start,
+                len: position(self.channels.len())? - channels_start,
+            },
+        });
+        Ok(())
+    }
+
+    /// The position of a provided API, added when new.
+    fn api(&mut self, gvk: [String; 3]) -> Result<u32, String> {
+        if let Some(found) = self.api_positions.get(&gvk) {
+            return Ok(*found);
+        }
+        let api = position(self.apis.len())?;
+        let name = [
+            self.text(&gvk[0])?,
+            self.text(&gvk[1])?,
+            self.text(&gvk[2])?,
+        ];
+        self.apis.push(name);
+        self.api_positions.insert(gvk, api);
+        Ok(api)
+    }
+
+    /// Stores a bundle's record and its message; returns its position.
+    fn bundle(
+        &mut self,
+        package: u32,
+        package_name: &str,
+        bundle: &model::Bundle,
+        inline: Inline,
+    ) -> Result<u32, String> {
+        let mut provided = Vec::new();
+        let mut required = Vec::new();
+        let mut dependencies = Vec::new();
+        let mut properties = Vec::new();
+        let mut metadata = Vec::new();
+        let mut objects = Vec::new();
+        let mut version = String::new();
+        for property in bundle.properties.iter() {
+            let raw = property.value.as_str();
+            match property.type_.as_ref() {
+                // Read again only by the CSV synthesis, which parses the text itself.
+                "olm.csv.metadata" => {
+                    metadata.push(raw);
+                    continue;
+                }
+                "olm.bundle.object" => {
+                    objects.push(bundle_object_json(raw)?);
+                    continue;
+                }
+                "olm.package" => {
+                    let [found] = string_fields(raw, ["version"]);
+                    version = found;
+                }
+                "olm.gvk" => provided.push(string_fields(raw, ["group", "version", "kind"])),
+                "olm.gvk.required" => {
+                    required.push(string_fields(raw, ["group", "version", "kind"]));
+                    dependencies.push(api::Dependency {
+                        r#type: "olm.gvk".into(),
+                        value: opm_property_json(raw).into_owned(),
+                    });
+                }
+                "olm.package.required" => {
+                    // Encoded like opm: the struct's field order, no HTML escaping.
+                    let [name, range] = string_fields(raw, ["packageName", "versionRange"]);
+                    dependencies.push(api::Dependency {
+                        r#type: "olm.package".into(),
+                        value: format!(
+                            "{{\"packageName\":{},\"version\":{}}}",
+                            Value::String(name),
+                            Value::String(range)
+                        ),
+                    });
+                }
+                _ => {}
+            }
+            // Every property but the two above passes through; most are already in opm's form.
+            properties.push(api::Property {
+                r#type: property.type_.to_string(),
+                value: opm_property_json(raw).into_owned(),
+            });
+        }
+        if metadata.len() > 1 {
+            return Err(format!(
+                "expected at most 1 property of type \"olm.csv.metadata\", found {}",
+                metadata.len()
+            ));
+        }
+        let mut image = bundle.image.clone();
+        match inline {
+            Inline::No => {}
+            Inline::FromProperties => image.clear(),
+            Inline::Rendered(rendered) => {
+                objects = rendered;
+                image.clear();
+            }
+        }
+        let csv_position = objects.iter().position(|o| is_csv(o));
+        let objects_start = position(self.objects.len())?;
+        for object in &objects {
+            let blob = self.spill.append(object.as_bytes()).map_err(spill_error)?;
+            self.objects.push(blob);
+        }
+        let csv = match (csv_position, metadata.first()) {
+            (Some(i), _) => CsvSource::Object(position(i)?),
+            (None, Some(metadata)) => {
+                self.scratch.clear();
+                write_synthesis_input(&mut self.scratch, metadata, bundle);
+                CsvSource::Metadata(self.spill.append(&self.scratch).map_err(spill_error)?)
+            }
+            (None, None) => CsvSource::None,
+        };
+        let api_gvk = |[group, version, kind]: &[String; 3]| api::GroupVersionKind {
+            group: group.clone(),
+            version: version.clone(),
+            kind: kind.clone(),
+            plural: String::new(),
+        };
+        let message = api::Bundle {
+            csv_name: bundle.name.clone(),
+            package_name: package_name.to_string(),
+            bundle_path: image,
+            provided_apis: provided.iter().map(api_gvk).collect(),
+            required_apis: required.iter().map(api_gvk).collect(),
+            version,
+            dependencies,
+            properties,
+            deprecation: bundle.deprecation.as_ref().map(|message| api::Deprecation {
+                message: message.clone(),
+            }),
+            ..Default::default()
+        };
+        self.scratch.clear();
+        prost::Message::encode(&message, &mut self.scratch)
+            .map_err(|e| format!("encode bundle {:?}: {e}", bundle.name))?;
+        let base = self.spill.append(&self.scratch).map_err(spill_error)?;
+        let provides_start = position(self.provided.len())?;
+        let provides_len = position(provided.len())?;
+        for gvk in provided {
+            let api = self.api(gvk)?;
+            self.provided.push(api);
+        }
+        self.bundles.push(BundleRecord {
+            base,
+            csv,
+            objects: Span {
+                start: objects_start,
+                len: position(objects.len())?,
+            },
+            provides: Span {
+                start: provides_start,
+                len: provides_len,
+            },
+            package,
+            synthesized_csv: OnceLock::new(),
+        });
+        position(self.bundles.len() - 1)
+    }
+
+    fn finish(mut self) -> Result<CatalogIndex, String> {
+        // opm's bundle store is ordered by (channel, package, name).
+        let key = |&(channel, member): &(u32, u32)| {
+            let package = self.channel_packages[channel as usize] as usize;
+            let name = self.members[member as usize].name;
+            (
+                self.channels[channel as usize].name.as_str(),
+                self.packages[package].name.as_str(),
+                &self.text[name.range()],
+            )
+        };
+        let mut listing = std::mem::take(&mut self.listing);
+        listing.sort_by(|a, b| key(a).cmp(&key(b)));
+        // Exact sizes: the arrays live as long as the snapshot.
+        let mut index = CatalogIndex {
+            spill: self.spill.finish().map_err(spill_error)?,
+            text: self.text,
+            packages: self.packages,
+            channels: self.channels,
+            members: self.members,
+            skips: self.skips,
+            bundles: self.bundles,
+            objects: self.objects,
+            provided: self.provided,
+            apis: self.apis,
+            listing,
+        };
+        index.text.shrink_to_fit();
+        index.packages.shrink_to_fit();
+        index.channels.shrink_to_fit();
+        index.members.shrink_to_fit();
+        index.skips.shrink_to_fit();
+        index.bundles.shrink_to_fit();
+        index.objects.shrink_to_fit();
+        index.provided.shrink_to_fit();
+        index.apis.shrink_to_fit();
+        index.listing.shrink_to_fit();
+        Ok(index)
+    }
+}
+
+/// Writes the JSON of a `SynthesisInput` whose metadata is the JSON text `metadata`.
+fn write_synthesis_input(out: &mut Vec<u8>, metadata: &str, bundle: &model::Bundle) {
+    let version = bundle
+        .version
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    // Writing JSON strings into a Vec cannot fail.
+    let string = |out: &mut Vec<u8>, text: &str| {
+        let _ = serde_json::to_writer(&mut *out, text);
+    };
+    out.extend_from_slice(b"{\"metadata\":");
+    out.extend_from_slice(metadata.as_bytes());
+    out.extend_from_slice(b",\"version\":");
+    string(out, &version);
+    out.extend_from_slice(b",\"related_images\":[");
+    for (i, related) in bundle.related_images.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        string(out, &related.name);
+        out.push(b',');
+        string(out, &related.image);
+        out.push(b']');
+    }
+    out.extend_from_slice(b"]}");
+}

@@ -1,0 +1,363 @@
+//! The served catalog: one immutable snapshot built from a validated model, indexed for every
+//! registry RPC.
+//!
+//! The index lives in a few large arrays instead of one small allocation per name and
+//! bundle: every name is a [`Span`] of one text buffer, packages, channels and members are
+//! sorted arrays that point into each other by position, and a bundle listed in several
+//! channels is one [`BundleRecord`]. This was measured (docs/benchmarks.md, issue #6): with
+//! ~120,000 small long-lived allocations, where they landed among the holes the catalog load
+//! left decided the server's idle memory (29 to 63 MiB for the same 20,000 bundles); a few
+//! large blocks stay dense whatever the load left.
+//!
+//! The API message of a bundle lives encoded in the spill file. `csvJson` is synthesized on
+//! request rather than kept: only the single-bundle RPCs send it.
+
+mod build;
+mod property;
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use super::api;
+use super::csv::{CsvContext, synthesize};
+use super::encoded::EncodedBundle;
+use super::spill::{BlobRef, SpillFile};
+
+pub use build::Inline;
+
+/// A run of items (or bytes) in one of the index's arrays (or its text).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    fn range(self) -> Range<usize> {
+        self.start as usize..(self.start + self.len) as usize
+    }
+}
+
+/// A package as the registry API shows it.
+#[derive(Debug)]
+pub struct PackageEntry {
+    /// Its name.
+    pub name: String,
+    /// Its default channel ("" when none).
+    pub default_channel: String,
+    /// Its deprecation message, if deprecated.
+    pub deprecation: Option<String>,
+    /// Its description, which a synthesized CSV falls back to.
+    description: String,
+    /// Its icon (base64, media type), which a synthesized CSV shows.
+    icon: Option<(String, String)>,
+    /// Its channels, by name, in [`CatalogIndex::channels`].
+    channels: Span,
+}
+
+/// A channel: its head and its members.
+#[derive(Debug)]
+pub struct ChannelEntry {
+    /// Its name.
+    pub name: String,
+    /// Its deprecation message, if deprecated.
+    pub deprecation: Option<String>,
+    /// The channel head's position in the index's members.
+    head: u32,
+    /// Its members, by name.
+    members: Span,
+}
+
+/// A bundle in one channel: the channel's edges for it and which bundle it is.
+#[derive(Debug)]
+pub struct ChannelMember {
+    name: Span,
+    replaces: Span,
+    skip_range: Span,
+    /// Positions in the index's skip list.
+    skips: Span,
+    /// Position in the index's bundles.
+    bundle: u32,
+    /// The single-bundle RPCs' answer, encoded on its first request and kept in the spill
+    /// file: later requests copy bytes instead of rebuilding and re-encoding the message.
+    answer: OnceLock<BlobRef>,
+}
+
+/// What a bundle is, whatever channel lists it.
+#[derive(Debug)]
+struct BundleRecord {
+    /// The API message without the channel's fields, `csvJson` and `object`, encoded.
+    base: BlobRef,
+    /// Where `csvJson` comes from.
+    csv: CsvSource,
+    /// Its manifests as JSON (from `olm.bundle.object`, or rendered for inline serving), as
+    /// a run of the index's object list.
+    objects: Span,
+    /// Its provided APIs, as a run of the index's provided list.
+    provides: Span,
+    /// Its package's position.
+    package: u32,
+    /// The synthesized CSV once a request needed it: packageserver asks for the same channel
+    /// heads again and again.
+    synthesized_csv: OnceLock<BlobRef>,
+}
+
+/// How a bundle's `csvJson` is produced.
+#[derive(Debug)]
+enum CsvSource {
+    /// The CSV is its object at this position within its objects.
+    Object(u32),
+    /// Synthesized from its `olm.csv.metadata` property; the [`SynthesisInput`] is in the
+    /// spill file.
+    Metadata(BlobRef),
+    /// Nothing to build one from: served empty.
+    None,
+}
+
+/// What the synthesized CSV is made of besides the package's description and icon.
+#[derive(serde::Deserialize)]
+struct SynthesisInput {
+    /// The `olm.csv.metadata` value, embedded as JSON (not as an escaped string: writing and
+    /// reading it stays a copy).
+    metadata: Box<serde_json::value::RawValue>,
+    /// The bundle's version, normalized (`spec.version`).
+    version: String,
+    /// The bundle's related images (name, image).
+    related_images: Vec<(String, String)>,
+}
+
+/// A provided API (group, version, kind) as spans of the index's text.
+type ApiName = [Span; 3];
+
+/// One snapshot of the served catalog.
+#[derive(Debug)]
+pub struct CatalogIndex {
+    /// Encoded messages, CSV metadata and manifests, read on request.
+    spill: SpillFile,
+    /// Every member name, edge and skip range, and the provided APIs' names.
+    text: String,
+    /// Packages, sorted by name.
+    packages: Vec<PackageEntry>,
+    /// Channels, each package's together and sorted by name.
+    channels: Vec<ChannelEntry>,
+    /// Channel members, each channel's together and sorted by name.
+    members: Vec<ChannelMember>,
+    /// Every member's skips, each member's together.
+    skips: Vec<Span>,
+    /// Distinct bundles.
+    bundles: Vec<BundleRecord>,
+    /// Every bundle's manifests, each bundle's together.
+    objects: Vec<BlobRef>,
+    /// Every bundle's provided APIs (positions in `apis`), each bundle's together.
+    provided: Vec<u32>,
+    /// Distinct provided APIs.
+    apis: Vec<ApiName>,
+    /// Every (channel, member) in `ListBundles` order: channel, package, name.
+    listing: Vec<(u32, u32)>,
+}
+
+impl CatalogIndex {
+    fn str(&self, span: Span) -> &str {
+        &self.text[span.range()]
+    }
+
+    /// Packages, by name.
+    pub fn packages(&self) -> &[PackageEntry] {
+        &self.packages
+    }
+
+    /// How many distinct bundles there are.
+    pub fn bundle_count(&self) -> usize {
+        self.bundles.len()
+    }
+
+    /// How many (channel, bundle) pairs `ListBundles` sends.
+    pub fn listing_len(&self) -> usize {
+        self.listing.len()
+    }
+
+    /// A package by name.
+    pub fn package(&self, name: &str) -> Option<&PackageEntry> {
+        let i = self
+            .packages
+            .binary_search_by(|p| p.name.as_str().cmp(name))
+            .ok()?;
+        Some(&self.packages[i])
+    }
+
+    /// A package's channels, by name.
+    pub fn channels(&self, package: &PackageEntry) -> &[ChannelEntry] {
+        &self.channels[package.channels.range()]
+    }
+
+    /// A package's channel by name.
+    pub fn channel(&self, package: &PackageEntry, name: &str) -> Option<&ChannelEntry> {
+        let channels = self.channels(package);
+        let i = channels
+            .binary_search_by(|c| c.name.as_str().cmp(name))
+            .ok()?;
+        Some(&channels[i])
+    }
+
+    /// A channel's members, by name.
+    pub fn members(&self, channel: &ChannelEntry) -> &[ChannelMember] {
+        &self.members[channel.members.range()]
+    }
+
+    /// A channel's member by name.
+    pub fn member(&self, channel: &ChannelEntry, name: &str) -> Option<&ChannelMember> {
+        let members = self.members(channel);
+        let i = members
+            .binary_search_by(|m| self.str(m.name).cmp(name))
+            .ok()?;
+        Some(&members[i])
+    }
+
+    /// A channel's head.
+    pub fn head(&self, channel: &ChannelEntry) -> &ChannelMember {
+        &self.members[channel.head as usize]
+    }
+
+    /// A member's bundle name.
+    pub fn name(&self, member: &ChannelMember) -> &str {
+        self.str(member.name)
+    }
+
+    /// The bundle a member replaces in its channel ("" when none).
+    pub fn replaces(&self, member: &ChannelMember) -> &str {
+        self.str(member.replaces)
+    }
+
+    /// The bundles a member skips.
+    pub fn skips(&self, member: &ChannelMember) -> impl Iterator<Item = &str> {
+        self.skips[member.skips.range()]
+            .iter()
+            .map(|span| self.str(*span))
+    }
+
+    /// The position of the provided API (group, version, kind), if any bundle provides it.
+    pub fn api(&self, group: &str, version: &str, kind: &str) -> Option<u32> {
+        self.apis
+            .iter()
+            .position(|[g, v, k]| {
+                self.str(*g) == group && self.str(*v) == version && self.str(*k) == kind
+            })
+            .map(|i| i as u32)
+    }
+
+    /// Whether a member's bundle provides the API at position `api`.
+    pub fn provides(&self, member: &ChannelMember, api: u32) -> bool {
+        let record = &self.bundles[member.bundle as usize];
+        self.provided[record.provides.range()].contains(&api)
+    }
+
+    /// A bundle's `csvJson`.
+    fn csv_json(&self, name: &str, record: &BundleRecord) -> String {
+        let read = |blob: BlobRef| self.spill.read_string(blob).unwrap_or_default();
+        let objects = &self.objects[record.objects.range()];
+        match &record.csv {
+            CsvSource::Object(i) => objects
+                .get(*i as usize)
+                .map(|b| read(*b))
+                .unwrap_or_default(),
+            CsvSource::Metadata(input) => {
+                if let Some(blob) = record.synthesized_csv.get() {
+                    return read(*blob);
+                }
+                let Ok(input) = serde_json::from_str::<SynthesisInput>(&read(*input)) else {
+                    return String::new();
+                };
+                let package = &self.packages[record.package as usize];
+                let context = CsvContext {
+                    name,
+                    version: input.version,
+                    package_description: &package.description,
+                    package_icon: package.icon.clone(),
+                    related_images: input.related_images,
+                };
+                let csv = synthesize(input.metadata.get(), &context).unwrap_or_default();
+                if let Ok(blob) = self.spill.append(csv.as_bytes()) {
+                    // Two requests racing both synthesize; the first stored blob wins.
+                    let _ = record.synthesized_csv.set(blob);
+                }
+                csv
+            }
+            CsvSource::None => String::new(),
+        }
+    }
+
+    /// A bundle's stored message, decoded.
+    fn base(&self, record: &BundleRecord) -> Option<api::Bundle> {
+        let bytes = self.spill.read(record.base).ok()?;
+        prost::Message::decode(bytes.as_slice()).ok()
+    }
+
+    /// A bundle's `object` list: its manifests, or the synthesized CSV alone as opm sends it.
+    fn object_list(&self, record: &BundleRecord, csv_json: &str) -> Vec<String> {
+        match (&record.csv, record.objects.len) {
+            (CsvSource::Metadata(_), 0) if !csv_json.is_empty() => vec![csv_json.to_string()],
+            _ => self.objects[record.objects.range()]
+                .iter()
+                .map(|blob| self.spill.read_string(*blob).unwrap_or_default())
+                .collect(),
+        }
+    }
+
+    /// The message `ListBundles` streams at `position`: edges filled; `csvJson` and `object`
+    /// only when the bundle is served inline (no bundle path).
+    pub fn listed_bundle(&self, position: usize) -> Option<api::Bundle> {
+        let &(channel, member) = self.listing.get(position)?;
+        let channel = &self.channels[channel as usize];
+        let member = &self.members[member as usize];
+        let record = &self.bundles[member.bundle as usize];
+        let mut bundle = self.base(record)?;
+        bundle.channel_name = channel.name.clone();
+        bundle.skip_range = self.str(member.skip_range).to_string();
+        bundle.replaces = self.replaces(member).to_string();
+        bundle.skips = self.skips(member).map(str::to_string).collect();
+        if bundle.bundle_path.is_empty() {
+            bundle.csv_json = self.csv_json(self.name(member), record);
+            bundle.object = self.object_list(record, &bundle.csv_json);
+        }
+        Some(bundle)
+    }
+
+    /// The message `ListBundles` streams at `position`, encoded.
+    pub fn listed_answer(&self, position: usize) -> Option<EncodedBundle> {
+        self.listed_bundle(position)
+            .map(|b| EncodedBundle::encode(&b))
+    }
+
+    /// The single-bundle RPCs' answer for a member of `channel`
+    /// ([`CatalogIndex::trimmed_bundle`]), encoded once per snapshot.
+    pub fn single_answer(
+        &self,
+        channel: &ChannelEntry,
+        member: &ChannelMember,
+    ) -> Option<EncodedBundle> {
+        if let Some(bytes) = member.answer.get().and_then(|b| self.spill.read(*b).ok()) {
+            return Some(EncodedBundle::new(bytes.into()));
+        }
+        let encoded = EncodedBundle::encode(&self.trimmed_bundle(channel, member)?);
+        if let Ok(blob) = self.spill.append(encoded.bytes()) {
+            // Two first requests racing both encode; the first stored copy wins.
+            let _ = member.answer.set(blob);
+        }
+        Some(encoded)
+    }
+
+    /// The message the single-bundle RPCs send: `csvJson` and `object` kept, edges blanked.
+    pub fn trimmed_bundle(
+        &self,
+        channel: &ChannelEntry,
+        member: &ChannelMember,
+    ) -> Option<api::Bundle> {
+        let record = &self.bundles[member.bundle as usize];
+        let mut bundle = self.base(record)?;
+        bundle.channel_name = channel.name.clone();
+        bundle.skip_range = self.str(member.skip_range).to_string();
+        bundle.csv_json = self.csv_json(self.name(member), record);
+        bundle.object = self.object_list(record, &bundle.csv_json);
+        Some(bundle)
+    }
+}

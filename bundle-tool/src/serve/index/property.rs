@@ -1,0 +1,288 @@
+//! Property values as opm serves them, read from the compact text the catalog keeps.
+//!
+//! The catalog stores each value as compact JSON with every object's keys sorted
+//! (`RawJson`). opm sends a property's value as Go encodes its decoded tree: compact, keys
+//! sorted, Go's number format, no HTML escaping. For most values that is the stored text
+//! itself, so it is copied; only values with escapes or numbers Go could print differently
+//! take the round trip through a tree.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use base64::Engine;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+
+use crate::catalog::render::go_json;
+
+/// opm's text for the property value stored as `raw` (compact, keys sorted).
+pub fn opm_property_json(raw: &str) -> Cow<'_, str> {
+    if is_opm_canonical(raw) {
+        return Cow::Borrowed(raw);
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value) => Cow::Owned(
+            serde_json::to_string(&crate::catalog::render::go_numbers(value)).unwrap_or_default(),
+        ),
+        Err(_) => Cow::Borrowed(raw),
+    }
+}
+
+/// True when compact, key-sorted JSON `raw` is byte-equal to what a round trip through a
+/// tree writes: strings without escapes print the same, and so do integers that fit an `i64`
+/// without a sign on zero. Fractions, exponents, long or negative-zero numbers take the slow
+/// path.
+fn is_opm_canonical(raw: &str) -> bool {
+    if raw.contains('\\') {
+        return false;
+    }
+    let bytes = raw.as_bytes();
+    let mut in_string = false;
+    let mut number_start = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            in_string = b != b'"';
+            continue;
+        }
+        let in_number = b == b'-'
+            || b.is_ascii_digit()
+            || b == b'.'
+            || b == b'e' && number_start.is_some()
+            || b == b'E'
+            || b == b'+';
+        match (number_start, in_number) {
+            (None, true) => number_start = Some(i),
+            (Some(start), false) => {
+                if !is_plain_integer(&bytes[start..i]) {
+                    return false;
+                }
+                number_start = None;
+            }
+            _ => {}
+        }
+        in_string = b == b'"';
+    }
+    number_start.is_none_or(|start| is_plain_integer(&bytes[start..]))
+}
+
+/// An integer serde_json and Go both print as written: digits only (after an optional `-`),
+/// at most 18 of them, and not `-0`.
+fn is_plain_integer(token: &[u8]) -> bool {
+    let digits = token.strip_prefix(b"-").unwrap_or(token);
+    !digits.is_empty()
+        && digits.len() <= 18
+        && digits.iter().all(u8::is_ascii_digit)
+        && token != b"-0"
+}
+
+/// The string fields `names` of the JSON object `raw`, matched as Go's decoder matches struct
+/// fields here: the first key (in sorted order) equal to the name ignoring ASCII case. A
+/// missing field, a field that is not a string, or a value that is not an object gives "".
+pub fn string_fields<const N: usize>(raw: &str, names: [&str; N]) -> [String; N] {
+    let mut deserializer = serde_json::Deserializer::from_str(raw);
+    deserializer
+        .deserialize_any(StringFields { names })
+        .unwrap_or_else(|_| std::array::from_fn(|_| String::new()))
+}
+
+struct StringFields<'n, const N: usize> {
+    names: [&'n str; N],
+}
+
+impl<'de, const N: usize> Visitor<'de> for StringFields<'_, N> {
+    type Value = [String; N];
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<[String; N], A::Error> {
+        let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let slot = self
+                .names
+                .iter()
+                .position(|name| key.eq_ignore_ascii_case(name))
+                .filter(|&i| found[i].is_none());
+            match slot {
+                Some(i) => found[i] = Some(map.next_value::<StringOrOther>()?.0),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found.map(Option::unwrap_or_default))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<[String; N], A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<[String; N], E> {
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<[String; N], E> {
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<[String; N], E> {
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<[String; N], E> {
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<[String; N], E> {
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+
+    fn visit_unit<E>(self) -> Result<[String; N], E> {
+        Ok(std::array::from_fn(|_| String::new()))
+    }
+}
+
+/// A JSON value read as its string, or "" when it is anything else.
+struct StringOrOther(String);
+
+impl<'de> de::Deserialize<'de> for StringOrOther {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Read;
+        impl<'de> Visitor<'de> for Read {
+            type Value = StringOrOther;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, text: &str) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(text.to_string()))
+            }
+            fn visit_string<E>(self, text: String) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(text))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(String::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(String::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(String::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(String::new()))
+            }
+            fn visit_unit<E>(self) -> Result<StringOrOther, E> {
+                Ok(StringOrOther(String::new()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<StringOrOther, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(StringOrOther(String::new()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StringOrOther, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(StringOrOther(String::new()))
+            }
+        }
+        deserializer.deserialize_any(Read)
+    }
+}
+
+/// An `olm.bundle.object` as opm serves it: JSON data passes through as written, YAML becomes
+/// JSON (keys sorted, Go's escaping).
+pub fn bundle_object_json(raw: &str) -> Result<String, String> {
+    let value: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+    let data = value
+        .get("data")
+        .and_then(Value::as_str)
+        .ok_or("olm.bundle.object without data")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| format!("olm.bundle.object data is not base64: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| format!("olm.bundle.object: {e}"))?;
+    if text.trim_start().starts_with('{') {
+        return Ok(text);
+    }
+    let value: Value = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("olm.bundle.object is neither JSON nor YAML: {e}"))?;
+    Ok(go_json(&value))
+}
+
+/// Whether a manifest (JSON) is a ClusterServiceVersion.
+pub fn is_csv(object: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow)]
+        kind: Option<Cow<'a, str>>,
+    }
+    serde_json::from_str::<Kind>(object)
+        .ok()
+        .and_then(|k| k.kind)
+        .is_some_and(|kind| kind == "ClusterServiceVersion")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The round trip the fast path must agree with.
+    fn round_trip(raw: &str) -> String {
+        let value: Value = serde_json::from_str(raw).unwrap();
+        serde_json::to_string(&crate::catalog::render::go_numbers(value)).unwrap()
+    }
+
+    #[test]
+    fn values_are_copied_only_when_the_round_trip_would_not_change_them() {
+        for raw in [
+            r#"{"group":"example.com","kind":"Thing","version":"v1"}"#,
+            r#"{"a":[1,-2,3],"b":{"c":null,"d":true}}"#,
+            r#"{"n":1.0}"#,
+            r#"{"n":1e3}"#,
+            r#"{"n":-0}"#,
+            r#"{"n":12345678901234567890}"#,
+            r#"{"s":"a\"b\u003c"}"#,
+            r#"{"s":"<&>"}"#,
+            r#""plain""#,
+            "42",
+        ] {
+            assert_eq!(opm_property_json(raw), round_trip(raw), "{raw}");
+        }
+        assert!(matches!(
+            opm_property_json(r#"{"k":"v"}"#),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(opm_property_json(r#"{"n":1.5e1}"#), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn string_fields_match_keys_ignoring_case_and_skip_non_strings() {
+        let [group, version, kind] = string_fields(
+            r#"{"Group":"g","kind":{"x":1},"version":"v1","zz":[1,2]}"#,
+            ["group", "version", "kind"],
+        );
+        assert_eq!(
+            (group.as_str(), version.as_str(), kind.as_str()),
+            ("g", "v1", "")
+        );
+        // The first matching key in sorted order wins, as it did on a decoded tree.
+        let [name] = string_fields(r#"{"NAME":"first","name":"second"}"#, ["name"]);
+        assert_eq!(name, "first");
+        let [missing] = string_fields("[1,2]", ["name"]);
+        assert_eq!(missing, "");
+        let [escaped] = string_fields(r#"{"name":"a\nb"}"#, ["name"]);
+        assert_eq!(escaped, "a\nb");
+    }
+
+    #[test]
+    fn csv_manifests_are_recognized_by_kind() {
+        assert!(is_csv(
+            r#"{"apiVersion":"v1","kind":"ClusterServiceVersion"}"#
+        ));
+        assert!(!is_csv(r#"{"kind":"CustomResourceDefinition"}"#));
+        assert!(!is_csv("not json"));
+    }
+}
