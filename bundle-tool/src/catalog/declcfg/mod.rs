@@ -1,5 +1,6 @@
 //! The declarative config: FBC documents as written.
 
+mod canonical;
 mod ignore;
 mod json;
 mod load;

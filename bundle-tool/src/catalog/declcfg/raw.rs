@@ -14,6 +14,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::Serializer;
 
+use super::canonical::canonical_text;
 use super::transcode::Transcode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,11 +34,6 @@ impl RawJson {
     /// Checks that `text` is one JSON value and keeps it compacted, keys sorted.
     pub fn from_json(text: &str) -> Result<RawJson, serde_json::Error> {
         serde_json::from_str(text)
-    }
-
-    /// Text already known to be valid JSON, without its whitespace between tokens.
-    fn compacted(text: &str) -> RawJson {
-        RawJson(compact(text).into())
     }
 
     /// The compact JSON text.
@@ -116,25 +112,14 @@ impl From<&Value> for RawJson {
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawJson, D::Error> {
-        // From serde_json's reader this is the text as written; from a `Value` it is the
-        // value serialized. Either way no tree is kept.
-        let text: Box<str> = Box::<RawValue>::deserialize(deserializer)?.into();
         if SORTED_COMPACT_INPUT.get() {
+            // The text as written, which is already in the stored form.
+            let text: Box<str> = Box::<RawValue>::deserialize(deserializer)?.into();
             return Ok(RawJson(text));
         }
         // opm writes property values with their keys sorted (its render output is what a
-        // `Value` round trip gives): text whose keys are not strictly increasing at every
-        // level (unsorted, or repeated) is stored as that round trip. Machine-written
-        // catalogs are sorted already, so the check is all most values cost.
-        if !keys_sorted(&text) {
-            let value: Value = serde_json::from_str(&text).map_err(de::Error::custom)?;
-            return Ok(RawJson::from_value(&value));
-        }
-        if has_outer_whitespace(&text) {
-            Ok(RawJson::compacted(&text))
-        } else {
-            Ok(RawJson(text))
-        }
+        // `Value` round trip gives); they are stored that way, written in one pass.
+        canonical_text(deserializer).map(|text| RawJson(text.into()))
     }
 }
 
@@ -163,108 +148,6 @@ impl Serialize for RawJson {
         let mut deserializer = serde_json::Deserializer::from_str(&self.0);
         Transcode(Cell::new(Some(&mut deserializer))).serialize(serializer)
     }
-}
-
-/// Whether the keys of every object in `text` (valid JSON) are strictly increasing, as a
-/// `Value` (a B-tree map) would write them.
-fn keys_sorted(text: &str) -> bool {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    Sorted.deserialize(&mut deserializer).is_ok()
-}
-
-/// Walks a value, failing at the first object whose keys are not strictly increasing.
-#[derive(Clone, Copy)]
-struct Sorted;
-
-impl<'de> DeserializeSeed<'de> for Sorted {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Sorted {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Sorted)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut previous: Option<KeyIs<'de>> = None;
-        while let Some(key) = map.next_key::<KeyIs>()? {
-            if previous.as_ref().is_some_and(|p| p.0 >= key.0) {
-                return Err(de::Error::custom("keys not sorted"));
-            }
-            map.next_value_seed(Sorted)?;
-            previous = Some(key);
-        }
-        Ok(())
-    }
-}
-
-/// Whether `text` has whitespace between tokens (text written from a `Value` has none, but
-/// its strings often hold spaces, which must not cost a copy).
-fn has_outer_whitespace(text: &str) -> bool {
-    let (mut in_string, mut escaped) = (false, false);
-    for b in text.bytes() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-        } else if b == b'"' {
-            in_string = true;
-        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            return true;
-        }
-    }
-    false
-}
-
-/// `text` without the whitespace between tokens (strings are copied as they are).
-fn compact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            in_string = c == '"';
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The kind of a JSON value, numbers split as a decoder sees them.
@@ -424,7 +307,7 @@ impl<'de> Visitor<'de> for FieldVisitor<'_> {
 }
 
 /// An object key, borrowed when it has no escapes.
-struct KeyIs<'de>(std::borrow::Cow<'de, str>);
+pub(super) struct KeyIs<'de>(pub(super) std::borrow::Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for KeyIs<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KeyIs<'de>, D::Error> {
