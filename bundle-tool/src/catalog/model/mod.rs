@@ -596,17 +596,20 @@ impl Package {
 impl Channel {
     /// The one bundle nothing replaces or skips, or why there is not exactly one.
     pub fn head(&self) -> Result<&Bundle, String> {
-        let mut incoming: BTreeSet<&str> = BTreeSet::new();
+        // A sorted list, not a set: built and searched once per channel (serve's start-up
+        // asks for every head twice).
+        let mut incoming: Vec<&str> = Vec::with_capacity(self.bundles.len());
         for bundle in self.bundles.values() {
             if !bundle.replaces.is_empty() {
-                incoming.insert(&bundle.replaces);
+                incoming.push(&bundle.replaces);
             }
             incoming.extend(bundle.skips.iter().map(String::as_str));
         }
+        incoming.sort_unstable();
         let heads: Vec<&Bundle> = self
             .bundles
             .values()
-            .filter(|b| !incoming.contains(b.name.as_str()))
+            .filter(|b| incoming.binary_search(&b.name.as_str()).is_err())
             .collect();
         match heads.len() {
             0 => Err("no channel head found in graph".into()),
