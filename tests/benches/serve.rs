@@ -19,6 +19,8 @@
 //!   printed.
 //! - `SERVE_BENCH_BASELINE`: another `bundle-tool` binary to run in the same rounds (an
 //!   earlier build, to compare before and after a change on one noisy machine).
+//! - `SERVE_BENCH_SKIP_OPM=1`: run only the bundle-tool rows (quick before/after checks with
+//!   a baseline; no ratios to opm are printed).
 
 #[path = "serve_parts/load.rs"]
 mod load;
@@ -106,7 +108,12 @@ fn main() {
     ] {
         println!("\n## {label}: {:.1} MB", bytes as f64 / 1e6);
         let cache = work.path().join(format!("opm-cache-{}", label.len()));
-        let prebuild = prebuild_opm_cache(dir, &cache);
+        let skip_opm = std::env::var_os("SERVE_BENCH_SKIP_OPM").is_some();
+        let prebuild = if skip_opm {
+            Duration::ZERO
+        } else {
+            prebuild_opm_cache(dir, &cache)
+        };
         let mut rows = vec![
             Row {
                 name: "opm serve (no cache)",
@@ -130,6 +137,9 @@ fn main() {
                 rounds: vec![],
             },
         ];
+        if skip_opm {
+            rows.retain(|row| row.kind == ServerKind::BundleTool);
+        }
         if let Some(program) = &baseline {
             rows.push(Row {
                 name: "bundle-tool serve (baseline)",
@@ -190,6 +200,9 @@ fn main() {
                 f.client_cpu_per_request_us,
                 f.bundles
             );
+        }
+        if skip_opm {
+            continue;
         }
         let (no_cache, cached, ours) = (&summary[0], &summary[1], &summary[2]);
         println!(

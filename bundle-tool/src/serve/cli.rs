@@ -64,7 +64,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         watch_interval: (args.watch_interval > 0).then(|| Duration::from_secs(args.watch_interval)),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     match runtime.block_on(super::run(config)) {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
 
 use base64::Engine;
 use serde_json::Value;
@@ -147,6 +148,7 @@ impl Builder {
                     },
                     bundle: record,
                     answer: OnceLock::new(),
+                    asked: AtomicBool::new(false),
                 };
                 self.members.push(member);
                 self.listing.push((channel_position, member_position));
@@ -288,6 +290,7 @@ impl Builder {
             }
             (None, None) => CsvSource::None,
         };
+        let served_inline = image.is_empty();
         let api_gvk = |[group, version, kind]: &[String; 3]| api::GroupVersionKind {
             group: group.clone(),
             version: version.clone(),
@@ -330,6 +333,7 @@ impl Builder {
                 len: provides_len,
             },
             package,
+            inline: served_inline,
             synthesized_csv: OnceLock::new(),
         });
         position(self.bundles.len() - 1)

@@ -17,8 +17,8 @@ mod property;
 
 use std::ops::Range;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::api;
 use super::csv::{CsvContext, synthesize};
 use super::encoded::EncodedBundle;
 use super::spill::{BlobRef, SpillFile};
@@ -78,9 +78,11 @@ pub struct ChannelMember {
     skips: Span,
     /// Position in the index's bundles.
     bundle: u32,
-    /// The single-bundle RPCs' answer, encoded on its first request and kept in the spill
-    /// file: later requests copy bytes instead of rebuilding and re-encoding the message.
+    /// The single-bundle RPCs' answer, kept encoded in the spill file once it was asked for
+    /// twice: later requests copy bytes instead of rebuilding and re-encoding the message.
     answer: OnceLock<BlobRef>,
+    /// Whether the answer was built once already.
+    asked: AtomicBool,
 }
 
 /// What a bundle is, whatever channel lists it.
@@ -97,8 +99,10 @@ struct BundleRecord {
     provides: Span,
     /// Its package's position.
     package: u32,
-    /// The synthesized CSV once a request needed it: packageserver asks for the same channel
-    /// heads again and again.
+    /// Whether it is served inline (empty bundle path, manifests in the answers).
+    inline: bool,
+    /// The synthesized CSV once `ListBundles` needed it (bundles served inline): each stream
+    /// sends every bundle again.
     synthesized_csv: OnceLock<BlobRef>,
 }
 
@@ -112,6 +116,37 @@ enum CsvSource {
     Metadata(BlobRef),
     /// Nothing to build one from: served empty.
     None,
+}
+
+/// A bundle's `csvJson` text for one answer.
+enum CsvText {
+    /// A blob of the spill file (its CSV manifest, or a synthesized CSV kept earlier).
+    Stored(BlobRef),
+    /// Synthesized for this answer.
+    Synthesized(String),
+    /// None: the field stays empty.
+    None,
+}
+
+/// Field numbers of `api.Bundle` that answers add to the stored base (registry.proto).
+mod bundle_field {
+    pub const CHANNEL_NAME: u32 = 3;
+    pub const CSV_JSON: u32 = 4;
+    pub const OBJECT: u32 = 5;
+    pub const SKIP_RANGE: u32 = 10;
+    pub const REPLACES: u32 = 13;
+    pub const SKIPS: u32 = 14;
+}
+
+/// Appends a string field; an empty one only if `repeated` (proto3 leaves an empty scalar
+/// out, but every element of a list is sent).
+fn put_field(out: &mut Vec<u8>, tag: u32, text: &[u8], repeated: bool) {
+    if text.is_empty() && !repeated {
+        return;
+    }
+    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, out);
+    prost::encoding::encode_varint(text.len() as u64, out);
+    out.extend_from_slice(text);
 }
 
 /// What the synthesized CSV is made of besides the package's description and icon.
@@ -251,21 +286,22 @@ impl CatalogIndex {
         self.provided[record.provides.range()].contains(&api)
     }
 
-    /// A bundle's `csvJson`.
-    fn csv_json(&self, name: &str, record: &BundleRecord) -> String {
-        let read = |blob: BlobRef| self.spill.read_string(blob).unwrap_or_default();
-        let objects = &self.objects[record.objects.range()];
+    /// Where a bundle's `csvJson` comes from; a synthesized one is kept in the spill file
+    /// when `keep` says so.
+    fn csv_text(&self, name: &str, record: &BundleRecord, keep: bool) -> CsvText {
         match &record.csv {
-            CsvSource::Object(i) => objects
+            CsvSource::Object(i) => self.objects[record.objects.range()]
                 .get(*i as usize)
-                .map(|b| read(*b))
-                .unwrap_or_default(),
+                .map_or(CsvText::None, |blob| CsvText::Stored(*blob)),
             CsvSource::Metadata(input) => {
                 if let Some(blob) = record.synthesized_csv.get() {
-                    return read(*blob);
+                    return CsvText::Stored(*blob);
                 }
-                let Ok(input) = serde_json::from_str::<SynthesisInput>(&read(*input)) else {
-                    return String::new();
+                let Ok(input) = self.spill.read_string(*input) else {
+                    return CsvText::None;
+                };
+                let Ok(input) = serde_json::from_str::<SynthesisInput>(&input) else {
+                    return CsvText::None;
                 };
                 let package = &self.packages[record.package as usize];
                 let context = CsvContext {
@@ -276,60 +312,110 @@ impl CatalogIndex {
                     related_images: input.related_images,
                 };
                 let csv = synthesize(input.metadata.get(), &context).unwrap_or_default();
-                if let Ok(blob) = self.spill.append(csv.as_bytes()) {
+                if keep && let Ok(blob) = self.spill.append(csv.as_bytes()) {
                     // Two requests racing both synthesize; the first stored blob wins.
                     let _ = record.synthesized_csv.set(blob);
                 }
-                csv
+                CsvText::Synthesized(csv)
             }
-            CsvSource::None => String::new(),
+            CsvSource::None => CsvText::None,
         }
     }
 
-    /// A bundle's stored message, decoded.
-    fn base(&self, record: &BundleRecord) -> Option<api::Bundle> {
-        let bytes = self.spill.read(record.base).ok()?;
-        prost::Message::decode(bytes.as_slice()).ok()
-    }
-
-    /// A bundle's `object` list: its manifests, or the synthesized CSV alone as opm sends it.
-    fn object_list(&self, record: &BundleRecord, csv_json: &str) -> Vec<String> {
-        match (&record.csv, record.objects.len) {
-            (CsvSource::Metadata(_), 0) if !csv_json.is_empty() => vec![csv_json.to_string()],
-            _ => self.objects[record.objects.range()]
-                .iter()
-                .map(|blob| self.spill.read_string(*blob).unwrap_or_default())
-                .collect(),
-        }
-    }
-
-    /// The message `ListBundles` streams at `position`: edges filled; `csvJson` and `object`
-    /// only when the bundle is served inline (no bundle path).
-    pub fn listed_bundle(&self, position: usize) -> Option<api::Bundle> {
-        let &(channel, member) = self.listing.get(position)?;
-        let channel = &self.channels[channel as usize];
-        let member = &self.members[member as usize];
+    /// A member's `api.Bundle` message, encoded: the stored base of its bundle followed by
+    /// the fields that depend on the channel and the RPC.
+    ///
+    /// `ListBundles` (`listed`) adds the channel's edges, and `csvJson` and `object` only when
+    /// the bundle is served inline (no bundle path); the single-bundle RPCs add `csvJson` and
+    /// `object` and leave the edges blank, as opm does. A decoder reads fields in any order
+    /// and the base holds none of these, so appending them gives the same message as
+    /// decoding the base, setting them and encoding it again, without the copies.
+    fn encode_answer(
+        &self,
+        channel: &ChannelEntry,
+        member: &ChannelMember,
+        listed: bool,
+    ) -> Option<Vec<u8>> {
         let record = &self.bundles[member.bundle as usize];
-        let mut bundle = self.base(record)?;
-        bundle.channel_name = channel.name.clone();
-        bundle.skip_range = self.str(member.skip_range).to_string();
-        bundle.replaces = self.replaces(member).to_string();
-        bundle.skips = self.skips(member).map(str::to_string).collect();
-        if bundle.bundle_path.is_empty() {
-            bundle.csv_json = self.csv_json(self.name(member), record);
-            bundle.object = self.object_list(record, &bundle.csv_json);
+        let objects = &self.objects[record.objects.range()];
+        let size = record.base.len() + objects.iter().map(BlobRef::len).sum::<usize>() * 2;
+        let mut out = Vec::with_capacity(size + 256);
+        self.spill.read_into(record.base, &mut out).ok()?;
+        put_field(
+            &mut out,
+            bundle_field::CHANNEL_NAME,
+            channel.name.as_bytes(),
+            false,
+        );
+        put_field(
+            &mut out,
+            bundle_field::SKIP_RANGE,
+            self.str(member.skip_range).as_bytes(),
+            false,
+        );
+        if listed {
+            put_field(
+                &mut out,
+                bundle_field::REPLACES,
+                self.replaces(member).as_bytes(),
+                false,
+            );
+            for skip in self.skips(member) {
+                put_field(&mut out, bundle_field::SKIPS, skip.as_bytes(), true);
+            }
+            if !record.inline {
+                return Some(out);
+            }
         }
-        Some(bundle)
+        let csv = self.csv_text(self.name(member), record, listed);
+        match &csv {
+            CsvText::Stored(blob) => {
+                self.put_blob(&mut out, bundle_field::CSV_JSON, *blob, false)?
+            }
+            CsvText::Synthesized(text) => {
+                put_field(&mut out, bundle_field::CSV_JSON, text.as_bytes(), false)
+            }
+            CsvText::None => {}
+        }
+        // A bundle known only by its metadata has no manifests: opm sends the synthesized CSV
+        // as its one object.
+        match (&record.csv, &csv) {
+            (CsvSource::Metadata(_), CsvText::Stored(blob)) if objects.is_empty() => {
+                self.put_blob(&mut out, bundle_field::OBJECT, *blob, false)?
+            }
+            (CsvSource::Metadata(_), CsvText::Synthesized(text)) if objects.is_empty() => {
+                put_field(&mut out, bundle_field::OBJECT, text.as_bytes(), false)
+            }
+            _ => {
+                for blob in objects {
+                    self.put_blob(&mut out, bundle_field::OBJECT, *blob, true)?;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Appends a string field whose text is a blob of the spill file.
+    fn put_blob(&self, out: &mut Vec<u8>, tag: u32, blob: BlobRef, repeated: bool) -> Option<()> {
+        if blob.is_empty() && !repeated {
+            return Some(());
+        }
+        prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, out);
+        prost::encoding::encode_varint(blob.len() as u64, out);
+        self.spill.read_into(blob, out).ok()
     }
 
     /// The message `ListBundles` streams at `position`, encoded.
     pub fn listed_answer(&self, position: usize) -> Option<EncodedBundle> {
-        self.listed_bundle(position)
-            .map(|b| EncodedBundle::encode(&b))
+        let &(channel, member) = self.listing.get(position)?;
+        let channel = &self.channels[channel as usize];
+        let member = &self.members[member as usize];
+        let bytes = self.encode_answer(channel, member, true)?;
+        Some(EncodedBundle::new(bytes.into()))
     }
 
-    /// The single-bundle RPCs' answer for a member of `channel`
-    /// ([`CatalogIndex::trimmed_bundle`]), encoded once per snapshot.
+    /// The single-bundle RPCs' answer for a member of `channel`: `csvJson` and `object`
+    /// filled, edges blank.
     pub fn single_answer(
         &self,
         channel: &ChannelEntry,
@@ -338,26 +424,17 @@ impl CatalogIndex {
         if let Some(bytes) = member.answer.get().and_then(|b| self.spill.read(*b).ok()) {
             return Some(EncodedBundle::new(bytes.into()));
         }
-        let encoded = EncodedBundle::encode(&self.trimmed_bundle(channel, member)?);
-        if let Ok(blob) = self.spill.append(encoded.bytes()) {
-            // Two first requests racing both encode; the first stored copy wins.
+        let bytes = self.encode_answer(channel, member, false)?;
+        // Kept from the second request on: packageserver asks for the same channel heads
+        // again and again, while a resolution or a mirror reads most bundles once, and
+        // writing each of those to the spill file cost a third of a first answer's time
+        // (generated catalog, 20,000 bundles each asked once).
+        if member.asked.swap(true, Ordering::Relaxed)
+            && let Ok(blob) = self.spill.append(&bytes)
+        {
+            // Two requests racing both encode; the first stored copy wins.
             let _ = member.answer.set(blob);
         }
-        Some(encoded)
-    }
-
-    /// The message the single-bundle RPCs send: `csvJson` and `object` kept, edges blanked.
-    pub fn trimmed_bundle(
-        &self,
-        channel: &ChannelEntry,
-        member: &ChannelMember,
-    ) -> Option<api::Bundle> {
-        let record = &self.bundles[member.bundle as usize];
-        let mut bundle = self.base(record)?;
-        bundle.channel_name = channel.name.clone();
-        bundle.skip_range = self.str(member.skip_range).to_string();
-        bundle.csv_json = self.csv_json(self.name(member), record);
-        bundle.object = self.object_list(record, &bundle.csv_json);
-        Some(bundle)
+        Some(EncodedBundle::new(bytes.into()))
     }
 }
