@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 
 /// Where one blob is in a [`SpillFile`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -79,8 +80,8 @@ impl SpillWriter {
 impl SpillFile {
     /// Reads a blob.
     pub fn read(&self, blob: BlobRef) -> std::io::Result<Vec<u8>> {
-        let mut bytes = vec![0; blob.len()];
-        self.file.read_exact_at(&mut bytes, blob.offset)?;
+        let mut bytes = Vec::new();
+        self.read_into(blob, &mut bytes)?;
         Ok(bytes)
     }
 
@@ -104,9 +105,60 @@ impl SpillFile {
 
     /// Appends a blob's bytes to `out`.
     pub fn read_into(&self, blob: BlobRef, out: &mut Vec<u8>) -> std::io::Result<()> {
-        let start = out.len();
-        out.resize(start + blob.len(), 0);
-        self.file.read_exact_at(&mut out[start..], blob.offset)
+        // Read straight into the spare capacity: zero-filling first showed as 3 % of the
+        // server's CPU when it sent large answers.
+        out.reserve(blob.len());
+        let spare = &mut out.spare_capacity_mut()[..blob.len()];
+        let mut done = 0;
+        while done < spare.len() {
+            let rest = &mut spare[done..];
+            // SAFETY: pread writes at most `rest.len()` bytes into `rest`, which is allocated
+            // (spare capacity of `out`); the descriptor stays open for the call.
+            let read = unsafe {
+                libc::pread(
+                    self.file.as_raw_fd(),
+                    rest.as_mut_ptr().cast(),
+                    rest.len(),
+                    (blob.offset + done as u64) as libc::off_t,
+                )
+            };
+            match read {
+                n if n > 0 => done += n as usize,
+                0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                _ => {
+                    let error = std::io::Error::last_os_error();
+                    if error.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        // SAFETY: the loop above initialized all `blob.len()` bytes after the old length.
+        unsafe { out.set_len(out.len() + blob.len()) };
+        Ok(())
+    }
+
+    /// Appends the bytes of `first` and then of `second` to `out`, with one read when
+    /// `second` directly follows `first` in the file.
+    pub fn read_pair_into(
+        &self,
+        first: BlobRef,
+        second: BlobRef,
+        out: &mut Vec<u8>,
+    ) -> std::io::Result<()> {
+        if first.offset + u64::from(first.length) == second.offset
+            && let Ok(length) = u32::try_from(first.len() + second.len())
+        {
+            return self.read_into(
+                BlobRef {
+                    offset: first.offset,
+                    length,
+                },
+                out,
+            );
+        }
+        self.read_into(first, out)?;
+        self.read_into(second, out)
     }
 }
 
@@ -128,6 +180,11 @@ mod tests {
         file.read_into(a, &mut both).unwrap();
         file.read_into(b, &mut both).unwrap();
         assert_eq!(both, "firstzweite ✓".as_bytes());
+        let mut pair = b"x".to_vec();
+        file.read_pair_into(a, empty, &mut pair).unwrap();
+        file.read_pair_into(empty, b, &mut pair).unwrap();
+        file.read_pair_into(b, a, &mut pair).unwrap();
+        assert_eq!(pair, "xfirstzweite ✓zweite ✓first".as_bytes());
         let later = file.append(b"later").unwrap();
         assert_eq!(file.read(later).unwrap(), b"later");
         assert_eq!(file.read(a).unwrap(), b"first");

@@ -196,6 +196,12 @@ impl CatalogIndex {
         &self.text[span.range()]
     }
 
+    /// A span's bytes: comparing these orders names as their text does, without checking
+    /// character boundaries on every step of a search.
+    fn bytes(&self, span: Span) -> &[u8] {
+        &self.text.as_bytes()[span.range()]
+    }
+
     /// Packages, by name.
     pub fn packages(&self) -> &[PackageEntry] {
         &self.packages
@@ -243,7 +249,7 @@ impl CatalogIndex {
     pub fn member(&self, channel: &ChannelEntry, name: &str) -> Option<&ChannelMember> {
         let members = self.members(channel);
         let i = members
-            .binary_search_by(|m| self.str(m.name).cmp(name))
+            .binary_search_by(|m| self.bytes(m.name).cmp(name.as_bytes()))
             .ok()?;
         Some(&members[i])
     }
@@ -287,8 +293,14 @@ impl CatalogIndex {
     }
 
     /// Where a bundle's `csvJson` comes from; a synthesized one is kept in the spill file
-    /// when `keep` says so.
-    fn csv_text(&self, name: &str, record: &BundleRecord, keep: bool) -> CsvText {
+    /// when `keep` says so. `input` is its synthesis input when the caller read it already.
+    fn csv_text(
+        &self,
+        name: &str,
+        record: &BundleRecord,
+        keep: bool,
+        read_input: Option<Vec<u8>>,
+    ) -> CsvText {
         match &record.csv {
             CsvSource::Object(i) => self.objects[record.objects.range()]
                 .get(*i as usize)
@@ -297,10 +309,10 @@ impl CatalogIndex {
                 if let Some(blob) = record.synthesized_csv.get() {
                     return CsvText::Stored(*blob);
                 }
-                let Ok(input) = self.spill.read_string(*input) else {
+                let Some(input) = read_input.or_else(|| self.spill.read(*input).ok()) else {
                     return CsvText::None;
                 };
-                let Ok(input) = serde_json::from_str::<SynthesisInput>(&input) else {
+                let Ok(input) = serde_json::from_slice::<SynthesisInput>(&input) else {
                     return CsvText::None;
                 };
                 let package = &self.packages[record.package as usize];
@@ -340,7 +352,18 @@ impl CatalogIndex {
         let objects = &self.objects[record.objects.range()];
         let size = record.base.len() + objects.iter().map(BlobRef::len).sum::<usize>() * 2;
         let mut out = Vec::with_capacity(size + 256);
-        self.spill.read_into(record.base, &mut out).ok()?;
+        let sends_csv = !listed || record.inline;
+        // The synthesis input is stored right before the base: one read for both.
+        let mut input = None;
+        match &record.csv {
+            CsvSource::Metadata(blob) if sends_csv && record.synthesized_csv.get().is_none() => {
+                self.spill
+                    .read_pair_into(*blob, record.base, &mut out)
+                    .ok()?;
+                input = Some(out.drain(..blob.len()).collect::<Vec<u8>>());
+            }
+            _ => self.spill.read_into(record.base, &mut out).ok()?,
+        }
         put_field(
             &mut out,
             bundle_field::CHANNEL_NAME,
@@ -363,11 +386,11 @@ impl CatalogIndex {
             for skip in self.skips(member) {
                 put_field(&mut out, bundle_field::SKIPS, skip.as_bytes(), true);
             }
-            if !record.inline {
-                return Some(out);
-            }
         }
-        let csv = self.csv_text(self.name(member), record, listed);
+        if !sends_csv {
+            return Some(out);
+        }
+        let csv = self.csv_text(self.name(member), record, listed, input);
         match &csv {
             CsvText::Stored(blob) => {
                 self.put_blob(&mut out, bundle_field::CSV_JSON, *blob, false)?
