@@ -119,7 +119,7 @@ impl<'de> Deserialize<'de> for RawJson {
         }
         // opm writes property values with their keys sorted (its render output is what a
         // `Value` round trip gives); they are stored that way, written in one pass.
-        canonical_text(deserializer).map(|text| RawJson(text.into()))
+        canonical_text(deserializer).map(RawJson)
     }
 }
 
