@@ -1,5 +1,6 @@
 //! Building a [`CatalogIndex`] from a validated model.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
@@ -9,10 +10,10 @@ use serde_json::Value;
 
 use super::property::{bundle_object_json, is_csv, opm_property_json, string_fields};
 use super::{
-    ApiName, BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, PackageEntry, Span,
+    ApiName, BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, PackageEntry,
+    Span, put_field,
 };
 use crate::catalog::model::{self, Model};
-use crate::serve::api;
 use crate::serve::spill::{BlobRef, SpillWriter};
 
 /// Whether a bundle is served inline (empty bundle path, manifests embedded).
@@ -235,30 +236,22 @@ impl Builder {
                 "olm.gvk" => provided.push(string_fields(raw, ["group", "version", "kind"])),
                 "olm.gvk.required" => {
                     required.push(string_fields(raw, ["group", "version", "kind"]));
-                    dependencies.push(api::Dependency {
-                        r#type: "olm.gvk".into(),
-                        value: opm_property_json(raw).into_owned(),
-                    });
+                    dependencies.push(("olm.gvk", opm_property_json(raw)));
                 }
                 "olm.package.required" => {
                     // Encoded like opm: the struct's field order, no HTML escaping.
                     let [name, range] = string_fields(raw, ["packageName", "versionRange"]);
-                    dependencies.push(api::Dependency {
-                        r#type: "olm.package".into(),
-                        value: format!(
-                            "{{\"packageName\":{},\"version\":{}}}",
-                            Value::String(name),
-                            Value::String(range)
-                        ),
-                    });
+                    let value = format!(
+                        "{{\"packageName\":{},\"version\":{}}}",
+                        Value::String(name),
+                        Value::String(range)
+                    );
+                    dependencies.push(("olm.package", Cow::Owned(value)));
                 }
                 _ => {}
             }
             // Every property but the two above passes through; most are already in opm's form.
-            properties.push(api::Property {
-                r#type: property.type_.to_string(),
-                value: opm_property_json(raw).into_owned(),
-            });
+            properties.push((property.type_.as_ref(), opm_property_json(raw)));
         }
         if metadata.len() > 1 {
             return Err(format!(
@@ -291,29 +284,21 @@ impl Builder {
             (None, None) => CsvSource::None,
         };
         let served_inline = image.is_empty();
-        let api_gvk = |[group, version, kind]: &[String; 3]| api::GroupVersionKind {
-            group: group.clone(),
-            version: version.clone(),
-            kind: kind.clone(),
-            plural: String::new(),
-        };
-        let message = api::Bundle {
-            csv_name: bundle.name.clone(),
-            package_name: package_name.to_string(),
-            bundle_path: image,
-            provided_apis: provided.iter().map(api_gvk).collect(),
-            required_apis: required.iter().map(api_gvk).collect(),
-            version,
-            dependencies,
-            properties,
-            deprecation: bundle.deprecation.as_ref().map(|message| api::Deprecation {
-                message: message.clone(),
-            }),
-            ..Default::default()
-        };
         self.scratch.clear();
-        prost::Message::encode(&message, &mut self.scratch)
-            .map_err(|e| format!("encode bundle {:?}: {e}", bundle.name))?;
+        write_base(
+            &mut self.scratch,
+            &BaseFields {
+                csv_name: &bundle.name,
+                package: package_name,
+                bundle_path: &image,
+                provided: &provided,
+                required: &required,
+                version: &version,
+                dependencies: &dependencies,
+                properties: &properties,
+                deprecation: bundle.deprecation.as_deref(),
+            },
+        );
         let base = self.spill.append(&self.scratch).map_err(spill_error)?;
         let provides_start = position(self.provided.len())?;
         let provides_len = position(provided.len())?;
@@ -407,4 +392,132 @@ fn write_synthesis_input(out: &mut Vec<u8>, metadata: &str, bundle: &model::Bund
         out.push(b']');
     }
     out.extend_from_slice(b"]}");
+}
+
+/// The fields of a bundle's `api.Bundle` that every answer shares (the stored base).
+struct BaseFields<'a> {
+    csv_name: &'a str,
+    package: &'a str,
+    bundle_path: &'a str,
+    provided: &'a [[String; 3]],
+    required: &'a [[String; 3]],
+    version: &'a str,
+    /// (type, value) of each dependency.
+    dependencies: &'a [(&'a str, Cow<'a, str>)],
+    /// (type, value) of each property.
+    properties: &'a [(&'a str, Cow<'a, str>)],
+    deprecation: Option<&'a str>,
+}
+
+/// Encodes the base as prost encodes an `api.Bundle` holding just these fields (in field
+/// number order, empty scalars left out), without building the message: at start-up that
+/// is 20,000 messages of owned strings for the generated catalog.
+fn write_base(out: &mut Vec<u8>, base: &BaseFields) {
+    put_field(out, 1, base.csv_name.as_bytes(), false);
+    put_field(out, 2, base.package.as_bytes(), false);
+    put_field(out, 6, base.bundle_path.as_bytes(), false);
+    for (tag, apis) in [(7, base.provided), (8, base.required)] {
+        for [group, version, kind] in apis {
+            put_message(out, tag, &[(1, group), (2, version), (3, kind)]);
+        }
+    }
+    put_field(out, 9, base.version.as_bytes(), false);
+    for (tag, entries) in [(11, base.dependencies), (12, base.properties)] {
+        for (type_, value) in entries {
+            put_message(out, tag, &[(1, type_), (2, value)]);
+        }
+    }
+    if let Some(message) = base.deprecation {
+        put_message(out, 15, &[(1, message)]);
+    }
+}
+
+/// Appends an embedded message of string fields (empty ones left out).
+fn put_message(out: &mut Vec<u8>, tag: u32, fields: &[(u32, &str)]) {
+    use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len};
+    let len: usize = fields
+        .iter()
+        .filter(|(_, text)| !text.is_empty())
+        .map(|(tag, text)| key_len(*tag) + encoded_len_varint(text.len() as u64) + text.len())
+        .sum();
+    encode_key(tag, prost::encoding::WireType::LengthDelimited, out);
+    encode_varint(len as u64, out);
+    for (tag, text) in fields {
+        put_field(out, *tag, text.as_bytes(), false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::api;
+
+    #[test]
+    fn the_base_is_encoded_as_prost_encodes_the_message() {
+        let gvk = |g: &str, v: &str, k: &str| [g.to_string(), v.to_string(), k.to_string()];
+        let provided = [gvk("example.com", "v1", "Thing"), gvk("", "v1", "Other")];
+        let required = [gvk("other.io", "v1beta1", "Need")];
+        let dependencies = [("olm.gvk", Cow::Borrowed(r#"{"group":"other.io"}"#))];
+        let properties = [
+            (
+                "olm.package",
+                Cow::Borrowed(r#"{"packageName":"p","version":"1.0.0"}"#),
+            ),
+            ("olm.empty", Cow::Borrowed("")),
+        ];
+        for (path, deprecation) in [("quay.io/x:1", None), ("", Some("gone")), ("", Some(""))] {
+            let mut out = Vec::new();
+            write_base(
+                &mut out,
+                &BaseFields {
+                    csv_name: "p.v1.0.0",
+                    package: "p",
+                    bundle_path: path,
+                    provided: &provided,
+                    required: &required,
+                    version: "1.0.0",
+                    dependencies: &dependencies,
+                    properties: &properties,
+                    deprecation,
+                },
+            );
+            let api_gvk = |[g, v, k]: &[String; 3]| api::GroupVersionKind {
+                group: g.clone(),
+                version: v.clone(),
+                kind: k.clone(),
+                plural: String::new(),
+            };
+            let message = api::Bundle {
+                csv_name: "p.v1.0.0".into(),
+                package_name: "p".into(),
+                bundle_path: path.into(),
+                provided_apis: provided.iter().map(api_gvk).collect(),
+                required_apis: required.iter().map(api_gvk).collect(),
+                version: "1.0.0".into(),
+                dependencies: dependencies
+                    .iter()
+                    .map(|(t, v)| api::Dependency {
+                        r#type: t.to_string(),
+                        value: v.to_string(),
+                    })
+                    .collect(),
+                properties: properties
+                    .iter()
+                    .map(|(t, v)| api::Property {
+                        r#type: t.to_string(),
+                        value: v.to_string(),
+                    })
+                    .collect(),
+                deprecation: deprecation.map(|m| api::Deprecation {
+                    message: m.to_string(),
+                }),
+                ..Default::default()
+            };
+            assert_eq!(
+                out,
+                prost::Message::encode_to_vec(&message),
+                "{deprecation:?}"
+            );
+        }
+    }
 }
