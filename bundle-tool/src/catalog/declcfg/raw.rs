@@ -84,11 +84,16 @@ impl RawJson {
     /// decoded object keeps it); `None` when the value is not an object, lacks the key, or
     /// holds something else than a string there.
     pub fn str_field(&self, name: &str) -> Option<String> {
+        let [found] = self.str_fields([name]);
+        found
+    }
+
+    /// [`RawJson::str_field`] for several keys in one pass.
+    pub fn str_fields<const N: usize>(&self, names: [&str; N]) -> [Option<String>; N] {
         let mut deserializer = serde_json::Deserializer::from_str(&self.0);
         deserializer
-            .deserialize_any(FieldVisitor { name })
-            .ok()
-            .flatten()
+            .deserialize_any(FieldVisitor { names })
+            .unwrap_or([const { None }; N])
     }
 }
 
@@ -259,50 +264,53 @@ impl<'de> Visitor<'de> for FieldKinds<'_> {
 }
 
 /// Finds one string field of an object without decoding the others.
-struct FieldVisitor<'n> {
-    name: &'n str,
+struct FieldVisitor<'n, const N: usize> {
+    names: [&'n str; N],
 }
 
-impl<'de> Visitor<'de> for FieldVisitor<'_> {
-    type Value = Option<String>;
+impl<'de, const N: usize> Visitor<'de> for FieldVisitor<'_, N> {
+    type Value = [Option<String>; N];
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
-        let mut found = None;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = [const { None }; N];
         while let Some(key) = map.next_key::<KeyIs>()? {
-            if key.0 == self.name {
-                found = match map.next_value::<Value>()? {
-                    Value::String(s) => Some(s),
-                    _ => None,
-                };
-            } else {
-                map.next_value::<de::IgnoredAny>()?;
+            match self.names.iter().position(|name| key.0 == *name) {
+                Some(i) => {
+                    found[i] = match map.next_value::<Value>()? {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    }
+                }
+                None => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
             }
         }
         Ok(found)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<String>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(None)
+        Ok([const { None }; N])
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
-        Ok(None)
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok([const { None }; N])
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
-        Ok(None)
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok([const { None }; N])
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
-        Ok(None)
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok([const { None }; N])
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
-        Ok(None)
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok([const { None }; N])
     }
-    fn visit_str<E>(self, _: &str) -> Result<Option<String>, E> {
-        Ok(None)
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok([const { None }; N])
     }
-    fn visit_unit<E>(self) -> Result<Option<String>, E> {
-        Ok(None)
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok([const { None }; N])
     }
 }
 
@@ -369,6 +377,11 @@ mod tests {
         assert_eq!(RawJson::from_json("[1]").unwrap().str_field("data"), None);
         let escaped = RawJson::from_json(r#"{"d\u0061ta":"x","data":"y"}"#).unwrap();
         assert_eq!(escaped.str_field("data").as_deref(), Some("y"));
+        let both = RawJson::from_json(r#"{"a":"1","b":2,"c":"3","c":"4"}"#).unwrap();
+        assert_eq!(
+            both.str_fields(["c", "b", "a", "z"]),
+            [Some("4".into()), None, Some("1".into()), None]
+        );
         assert!(RawJson::from_json("{").is_err());
         let raw = RawJson::from_json(r#"{"Data":1.5,"data":"x","n":[{"a":1}],"p":7}"#).unwrap();
         assert_eq!(

@@ -138,10 +138,13 @@ fn parse_properties(properties: &[Property]) -> Result<ParsedProperties, String>
                     ],
                 )
                 .map_err(fail)?;
-                let text = |k: &str| value.str_field(k).unwrap_or_default();
-                parsed
-                    .packages
-                    .push((text("packageName"), text("version"), text("release")));
+                let [name, version, release] =
+                    value.str_fields(["packageName", "version", "release"]);
+                parsed.packages.push((
+                    name.unwrap_or_default(),
+                    version.unwrap_or_default(),
+                    release.unwrap_or_default(),
+                ));
             }
             "olm.gvk" | "olm.gvk.required" => expect_object(
                 value,

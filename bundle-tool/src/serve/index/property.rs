@@ -79,10 +79,60 @@ fn is_plain_integer(token: &[u8]) -> bool {
 /// fields here: the first key (in sorted order) equal to the name ignoring ASCII case. A
 /// missing field, a field that is not a string, or a value that is not an object gives "".
 pub fn string_fields<const N: usize>(raw: &str, names: [&str; N]) -> [String; N] {
+    if let Some(found) = plain_string_fields(raw, names) {
+        return found;
+    }
     let mut deserializer = serde_json::Deserializer::from_str(raw);
     deserializer
         .deserialize_any(StringFields { names })
         .unwrap_or_else(|_| std::array::from_fn(|_| String::new()))
+}
+
+/// [`string_fields`] for the common shape, an object whose keys and values are all strings
+/// without escapes (`{"group":"example.com","kind":"Thing","version":"v1"}`), read with a
+/// byte scan; `None` for anything else, which takes the decoder.
+fn plain_string_fields<const N: usize>(raw: &str, names: [&str; N]) -> Option<[String; N]> {
+    let bytes = raw.as_bytes();
+    let mut found: [Option<&str>; N] = [None; N];
+    let mut at = 1;
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    // A string starting at `at` (its opening quote), without escapes: its text and the
+    // position after its closing quote.
+    let string = |at: usize| -> Option<(&str, usize)> {
+        if bytes.get(at) != Some(&b'"') {
+            return None;
+        }
+        let length = bytes[at + 1..].iter().position(|&b| b == b'"')?;
+        let text = &raw[at + 1..at + 1 + length];
+        (!text.contains('\\')).then_some((text, at + length + 2))
+    };
+    if bytes.get(at) == Some(&b'}') {
+        at += 1;
+    } else {
+        loop {
+            let (key, next) = string(at)?;
+            if bytes.get(next) != Some(&b':') {
+                return None;
+            }
+            let (value, next) = string(next + 1)?;
+            if let Some(i) = names.iter().position(|name| key.eq_ignore_ascii_case(name))
+                && found[i].is_none()
+            {
+                found[i] = Some(value);
+            }
+            match bytes.get(next) {
+                Some(b',') => at = next + 1,
+                Some(b'}') => {
+                    at = next + 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (at == bytes.len()).then(|| found.map(|text| text.unwrap_or_default().to_string()))
 }
 
 struct StringFields<'n, const N: usize> {
@@ -275,6 +325,25 @@ mod tests {
         assert_eq!(missing, "");
         let [escaped] = string_fields(r#"{"name":"a\nb"}"#, ["name"]);
         assert_eq!(escaped, "a\nb");
+        // The byte scan and the decoder agree, on the shapes the scan reads and the ones
+        // it hands over.
+        for raw in [
+            r#"{"group":"example.com","kind":"Thing","version":"v1"}"#,
+            r#"{"Group":"g","group":"h","kind":"K"}"#,
+            r#"{}"#,
+            r#"{"group":"a\"b","kind":"K"}"#,
+            r#"{"group":1,"kind":"K"}"#,
+            r#"{"k\u0067":"x"}"#,
+            r#""text""#,
+            r#"{"group":"g"} "#,
+        ] {
+            let names = ["group", "version", "kind"];
+            let mut deserializer = serde_json::Deserializer::from_str(raw);
+            let decoded = deserializer
+                .deserialize_any(StringFields { names })
+                .unwrap_or_else(|_| std::array::from_fn(|_| String::new()));
+            assert_eq!(string_fields(raw, names), decoded, "{raw}");
+        }
     }
 
     #[test]
