@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use super::property::{bundle_object_json, is_csv, opm_property_json, string_fields};
 use super::{
-    ApiName, BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, PackageEntry,
+    BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, IndexArrays, PackageEntry,
     Span, put_field,
 };
 use crate::catalog::model::{self, Model};
-use crate::serve::spill::{BlobRef, SpillWriter};
+use crate::serve::spill::SpillWriter;
 
 /// Whether a bundle is served inline (empty bundle path, manifests embedded).
 #[derive(Debug)]
@@ -45,19 +45,10 @@ impl CatalogIndex {
 /// The index under construction, with what only the build needs.
 struct Builder {
     spill: SpillWriter,
-    text: String,
-    packages: Vec<PackageEntry>,
-    channels: Vec<ChannelEntry>,
+    index: IndexArrays,
     /// Each channel's package, for the listing's order.
     channel_packages: Vec<u32>,
-    members: Vec<ChannelMember>,
-    skips: Vec<Span>,
-    bundles: Vec<BundleRecord>,
-    objects: Vec<BlobRef>,
-    provided: Vec<u32>,
-    apis: Vec<ApiName>,
     api_positions: HashMap<[String; 3], u32>,
-    listing: Vec<(u32, u32)>,
     /// Reused for each encoded message.
     scratch: Vec<u8>,
 }
@@ -74,18 +65,9 @@ impl Builder {
     fn new() -> Result<Self, String> {
         Ok(Builder {
             spill: SpillWriter::new().map_err(spill_error)?,
-            text: String::new(),
-            packages: Vec::new(),
-            channels: Vec::new(),
+            index: IndexArrays::default(),
             channel_packages: Vec::new(),
-            members: Vec::new(),
-            skips: Vec::new(),
-            bundles: Vec::new(),
-            objects: Vec::new(),
-            provided: Vec::new(),
-            apis: Vec::new(),
             api_positions: HashMap::new(),
-            listing: Vec::new(),
             scratch: Vec::new(),
         })
     }
@@ -96,11 +78,11 @@ impl Builder {
             return Ok(Span::default());
         }
         let span = Span {
-            start: position(self.text.len())?,
+            start: position(self.index.text.len())?,
             len: position(text.len())?,
         };
-        position(self.text.len() + text.len())?;
-        self.text.push_str(text);
+        position(self.index.text.len() + text.len())?;
+        self.index.text.push_str(text);
         Ok(span)
     }
 
@@ -110,14 +92,14 @@ impl Builder {
         package: model::Package,
         inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
     ) -> Result<(), String> {
-        let package_position = position(self.packages.len())?;
-        let channels_start = position(self.channels.len())?;
+        let package_position = position(self.index.packages.len())?;
+        let channels_start = position(self.index.channels.len())?;
         // A bundle in several channels becomes one record.
         let mut records: HashMap<String, u32> = HashMap::new();
         for (channel_name, channel) in package.channels {
             let head_name = channel.head()?.name.clone();
-            let channel_position = position(self.channels.len())?;
-            let members_start = position(self.members.len())?;
+            let channel_position = position(self.index.channels.len())?;
+            let members_start = position(self.index.members.len())?;
             let mut head = None;
             for (bundle_name, bundle) in channel.bundles {
                 let record = match records.get(&bundle_name) {
@@ -130,14 +112,14 @@ impl Builder {
                         record
                     }
                 };
-                let member_position = position(self.members.len())?;
+                let member_position = position(self.index.members.len())?;
                 if bundle_name == head_name {
                     head = Some(member_position);
                 }
-                let skips_start = position(self.skips.len())?;
+                let skips_start = position(self.index.skips.len())?;
                 for skip in &bundle.skips {
                     let span = self.text(skip)?;
-                    self.skips.push(span);
+                    self.index.skips.push(span);
                 }
                 let member = ChannelMember {
                     name: self.text(&bundle_name)?,
@@ -151,17 +133,17 @@ impl Builder {
                     answer: OnceLock::new(),
                     asked: AtomicBool::new(false),
                 };
-                self.members.push(member);
-                self.listing.push((channel_position, member_position));
+                self.index.members.push(member);
+                self.index.listing.push((channel_position, member_position));
             }
             let head = head.ok_or_else(|| format!("channel {channel_name:?}: head not found"))?;
-            self.channels.push(ChannelEntry {
+            self.index.channels.push(ChannelEntry {
                 name: channel_name,
                 deprecation: channel.deprecation,
                 head,
                 members: Span {
                     start: members_start,
-                    len: position(self.members.len())? - members_start,
+                    len: position(self.index.members.len())? - members_start,
                 },
             });
             self.channel_packages.push(package_position);
@@ -172,7 +154,7 @@ impl Builder {
                 icon.media_type.clone(),
             )
         });
-        self.packages.push(PackageEntry {
+        self.index.packages.push(PackageEntry {
             name,
             default_channel: package.default_channel.unwrap_or_default(),
             deprecation: package.deprecation,
@@ -180,7 +162,7 @@ impl Builder {
             icon,
             channels: Span {
                 start: channels_start,
-                len: position(self.channels.len())? - channels_start,
+                len: position(self.index.channels.len())? - channels_start,
             },
         });
         Ok(())
@@ -191,13 +173,13 @@ impl Builder {
         if let Some(found) = self.api_positions.get(&gvk) {
             return Ok(*found);
         }
-        let api = position(self.apis.len())?;
+        let api = position(self.index.apis.len())?;
         let name = [
             self.text(&gvk[0])?,
             self.text(&gvk[1])?,
             self.text(&gvk[2])?,
         ];
-        self.apis.push(name);
+        self.index.apis.push(name);
         self.api_positions.insert(gvk, api);
         Ok(api)
     }
@@ -269,10 +251,10 @@ impl Builder {
             }
         }
         let csv_position = objects.iter().position(|o| is_csv(o));
-        let objects_start = position(self.objects.len())?;
+        let objects_start = position(self.index.objects.len())?;
         for object in &objects {
             let blob = self.spill.append(object.as_bytes()).map_err(spill_error)?;
-            self.objects.push(blob);
+            self.index.objects.push(blob);
         }
         let csv = match (csv_position, metadata.first()) {
             (Some(i), _) => CsvSource::Object(position(i)?),
@@ -300,13 +282,13 @@ impl Builder {
             },
         );
         let base = self.spill.append(&self.scratch).map_err(spill_error)?;
-        let provides_start = position(self.provided.len())?;
+        let provides_start = position(self.index.provided.len())?;
         let provides_len = position(provided.len())?;
         for gvk in provided {
             let api = self.api(gvk)?;
-            self.provided.push(api);
+            self.index.provided.push(api);
         }
-        self.bundles.push(BundleRecord {
+        self.index.bundles.push(BundleRecord {
             base,
             csv,
             objects: Span {
@@ -321,47 +303,41 @@ impl Builder {
             inline: served_inline,
             synthesized_csv: OnceLock::new(),
         });
-        position(self.bundles.len() - 1)
+        position(self.index.bundles.len() - 1)
     }
 
     fn finish(mut self) -> Result<CatalogIndex, String> {
         // opm's bundle store is ordered by (channel, package, name).
         let key = |&(channel, member): &(u32, u32)| {
             let package = self.channel_packages[channel as usize] as usize;
-            let name = self.members[member as usize].name;
+            let name = self.index.members[member as usize].name;
             (
-                self.channels[channel as usize].name.as_str(),
-                self.packages[package].name.as_str(),
-                &self.text[name.range()],
+                self.index.channels[channel as usize].name.as_str(),
+                self.index.packages[package].name.as_str(),
+                &self.index.text[name.range()],
             )
         };
-        let mut listing = std::mem::take(&mut self.listing);
+        let mut listing = std::mem::take(&mut self.index.listing);
         listing.sort_by(|a, b| key(a).cmp(&key(b)));
-        // Exact sizes: the arrays live as long as the snapshot.
-        let mut index = CatalogIndex {
-            spill: self.spill.finish().map_err(spill_error)?,
-            text: self.text,
-            packages: self.packages,
-            channels: self.channels,
-            members: self.members,
-            skips: self.skips,
-            bundles: self.bundles,
-            objects: self.objects,
-            provided: self.provided,
-            apis: self.apis,
+        let mut arrays = IndexArrays {
             listing,
+            ..self.index
         };
-        index.text.shrink_to_fit();
-        index.packages.shrink_to_fit();
-        index.channels.shrink_to_fit();
-        index.members.shrink_to_fit();
-        index.skips.shrink_to_fit();
-        index.bundles.shrink_to_fit();
-        index.objects.shrink_to_fit();
-        index.provided.shrink_to_fit();
-        index.apis.shrink_to_fit();
-        index.listing.shrink_to_fit();
-        Ok(index)
+        // Exact sizes: the arrays live as long as the snapshot.
+        arrays.text.shrink_to_fit();
+        arrays.packages.shrink_to_fit();
+        arrays.channels.shrink_to_fit();
+        arrays.members.shrink_to_fit();
+        arrays.skips.shrink_to_fit();
+        arrays.bundles.shrink_to_fit();
+        arrays.objects.shrink_to_fit();
+        arrays.provided.shrink_to_fit();
+        arrays.apis.shrink_to_fit();
+        arrays.listing.shrink_to_fit();
+        Ok(CatalogIndex {
+            spill: self.spill.finish().map_err(spill_error)?,
+            arrays,
+        })
     }
 }
 

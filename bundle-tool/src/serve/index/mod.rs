@@ -169,6 +169,13 @@ type ApiName = [Span; 3];
 pub struct CatalogIndex {
     /// Encoded messages, CSV metadata and manifests, read on request.
     spill: SpillFile,
+    /// Everything the RPCs search by.
+    arrays: IndexArrays,
+}
+
+/// The arrays of an index (filled by `build.rs`).
+#[derive(Debug, Default)]
+struct IndexArrays {
     /// Every member name, edge and skip range, and the provided APIs' names.
     text: String,
     /// Packages, sorted by name.
@@ -193,42 +200,43 @@ pub struct CatalogIndex {
 
 impl CatalogIndex {
     fn str(&self, span: Span) -> &str {
-        &self.text[span.range()]
+        &self.arrays.text[span.range()]
     }
 
     /// A span's bytes: comparing these orders names as their text does, without checking
     /// character boundaries on every step of a search.
     fn bytes(&self, span: Span) -> &[u8] {
-        &self.text.as_bytes()[span.range()]
+        &self.arrays.text.as_bytes()[span.range()]
     }
 
     /// Packages, by name.
     pub fn packages(&self) -> &[PackageEntry] {
-        &self.packages
+        &self.arrays.packages
     }
 
     /// How many distinct bundles there are.
     pub fn bundle_count(&self) -> usize {
-        self.bundles.len()
+        self.arrays.bundles.len()
     }
 
     /// How many (channel, bundle) pairs `ListBundles` sends.
     pub fn listing_len(&self) -> usize {
-        self.listing.len()
+        self.arrays.listing.len()
     }
 
     /// A package by name.
     pub fn package(&self, name: &str) -> Option<&PackageEntry> {
         let i = self
+            .arrays
             .packages
             .binary_search_by(|p| p.name.as_str().cmp(name))
             .ok()?;
-        Some(&self.packages[i])
+        Some(&self.arrays.packages[i])
     }
 
     /// A package's channels, by name.
     pub fn channels(&self, package: &PackageEntry) -> &[ChannelEntry] {
-        &self.channels[package.channels.range()]
+        &self.arrays.channels[package.channels.range()]
     }
 
     /// A package's channel by name.
@@ -242,7 +250,7 @@ impl CatalogIndex {
 
     /// A channel's members, by name.
     pub fn members(&self, channel: &ChannelEntry) -> &[ChannelMember] {
-        &self.members[channel.members.range()]
+        &self.arrays.members[channel.members.range()]
     }
 
     /// A channel's member by name.
@@ -256,7 +264,7 @@ impl CatalogIndex {
 
     /// A channel's head.
     pub fn head(&self, channel: &ChannelEntry) -> &ChannelMember {
-        &self.members[channel.head as usize]
+        &self.arrays.members[channel.head as usize]
     }
 
     /// A member's bundle name.
@@ -271,14 +279,15 @@ impl CatalogIndex {
 
     /// The bundles a member skips.
     pub fn skips(&self, member: &ChannelMember) -> impl Iterator<Item = &str> {
-        self.skips[member.skips.range()]
+        self.arrays.skips[member.skips.range()]
             .iter()
             .map(|span| self.str(*span))
     }
 
     /// The position of the provided API (group, version, kind), if any bundle provides it.
     pub fn api(&self, group: &str, version: &str, kind: &str) -> Option<u32> {
-        self.apis
+        self.arrays
+            .apis
             .iter()
             .position(|[g, v, k]| {
                 self.str(*g) == group && self.str(*v) == version && self.str(*k) == kind
@@ -288,8 +297,8 @@ impl CatalogIndex {
 
     /// Whether a member's bundle provides the API at position `api`.
     pub fn provides(&self, member: &ChannelMember, api: u32) -> bool {
-        let record = &self.bundles[member.bundle as usize];
-        self.provided[record.provides.range()].contains(&api)
+        let record = &self.arrays.bundles[member.bundle as usize];
+        self.arrays.provided[record.provides.range()].contains(&api)
     }
 
     /// Where a bundle's `csvJson` comes from; a synthesized one is kept in the spill file
@@ -302,7 +311,7 @@ impl CatalogIndex {
         read_input: Option<Vec<u8>>,
     ) -> CsvText {
         match &record.csv {
-            CsvSource::Object(i) => self.objects[record.objects.range()]
+            CsvSource::Object(i) => self.arrays.objects[record.objects.range()]
                 .get(*i as usize)
                 .map_or(CsvText::None, |blob| CsvText::Stored(*blob)),
             CsvSource::Metadata(input) => {
@@ -315,7 +324,7 @@ impl CatalogIndex {
                 let Ok(input) = serde_json::from_slice::<SynthesisInput>(&input) else {
                     return CsvText::None;
                 };
-                let package = &self.packages[record.package as usize];
+                let package = &self.arrays.packages[record.package as usize];
                 let context = CsvContext {
                     name,
                     version: input.version,
@@ -348,8 +357,8 @@ impl CatalogIndex {
         member: &ChannelMember,
         listed: bool,
     ) -> Option<Vec<u8>> {
-        let record = &self.bundles[member.bundle as usize];
-        let objects = &self.objects[record.objects.range()];
+        let record = &self.arrays.bundles[member.bundle as usize];
+        let objects = &self.arrays.objects[record.objects.range()];
         let size = record.base.len() + objects.iter().map(BlobRef::len).sum::<usize>() * 2;
         let mut out = Vec::with_capacity(size + 256);
         let sends_csv = !listed || record.inline;
@@ -430,9 +439,9 @@ impl CatalogIndex {
 
     /// The message `ListBundles` streams at `position`, encoded.
     pub fn listed_answer(&self, position: usize) -> Option<EncodedBundle> {
-        let &(channel, member) = self.listing.get(position)?;
-        let channel = &self.channels[channel as usize];
-        let member = &self.members[member as usize];
+        let &(channel, member) = self.arrays.listing.get(position)?;
+        let channel = &self.arrays.channels[channel as usize];
+        let member = &self.arrays.members[member as usize];
         let bytes = self.encode_answer(channel, member, true)?;
         Some(EncodedBundle::new(bytes.into()))
     }
