@@ -400,31 +400,29 @@ impl CatalogIndex {
             return Some(out);
         }
         let csv = self.csv_text(self.name(member), record, listed, input);
-        match &csv {
-            CsvText::Stored(blob) => {
-                self.put_blob(&mut out, bundle_field::CSV_JSON, *blob, false)?
-            }
-            CsvText::Synthesized(text) => {
-                put_field(&mut out, bundle_field::CSV_JSON, text.as_bytes(), false)
-            }
-            CsvText::None => {}
-        }
+        self.put_csv(&mut out, bundle_field::CSV_JSON, &csv)?;
         // A bundle known only by its metadata has no manifests: opm sends the synthesized CSV
         // as its one object.
-        match (&record.csv, &csv) {
-            (CsvSource::Metadata(_), CsvText::Stored(blob)) if objects.is_empty() => {
-                self.put_blob(&mut out, bundle_field::OBJECT, *blob, false)?
-            }
-            (CsvSource::Metadata(_), CsvText::Synthesized(text)) if objects.is_empty() => {
-                put_field(&mut out, bundle_field::OBJECT, text.as_bytes(), false)
-            }
-            _ => {
-                for blob in objects {
-                    self.put_blob(&mut out, bundle_field::OBJECT, *blob, true)?;
-                }
+        if matches!(record.csv, CsvSource::Metadata(_)) && objects.is_empty() {
+            self.put_csv(&mut out, bundle_field::OBJECT, &csv)?;
+        } else {
+            for blob in objects {
+                self.put_blob(&mut out, bundle_field::OBJECT, *blob, true)?;
             }
         }
         Some(out)
+    }
+
+    /// Appends a string field holding the CSV (nothing when there is none).
+    fn put_csv(&self, out: &mut Vec<u8>, tag: u32, csv: &CsvText) -> Option<()> {
+        match csv {
+            CsvText::Stored(blob) => self.put_blob(out, tag, *blob, false),
+            CsvText::Synthesized(text) => {
+                put_field(out, tag, text.as_bytes(), false);
+                Some(())
+            }
+            CsvText::None => Some(()),
+        }
     }
 
     /// Appends a string field whose text is a blob of the spill file.
