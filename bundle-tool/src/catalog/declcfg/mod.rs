@@ -13,6 +13,7 @@ mod write;
 pub mod yaml;
 
 pub use load::{LoadError, add_document, catalog_files, load_dir, load_file, load_str};
+pub(crate) use pretty::numbers_are_plain;
 pub use raw::{Kind, RawJson};
 pub use spool::{JsonSpool, RenderedDocuments, SpoolIndex, SpoolText, StoredDocuments};
 pub use write::{to_json, to_yaml, write_json};

@@ -51,7 +51,7 @@ fn string_end(text: &[u8], open: usize) -> (usize, bool) {
 
 /// Whether every number in `text` is one serde writes as it is read: a plain integer of at
 /// most 18 digits other than `-0` (serde writes `1e3` as `1000.0`).
-fn numbers_are_plain(text: &[u8]) -> bool {
+pub(crate) fn numbers_are_plain(text: &[u8]) -> bool {
     let mut i = 0;
     while i < text.len() {
         match text[i] {

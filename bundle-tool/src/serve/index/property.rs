@@ -13,6 +13,7 @@ use base64::Engine;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
+use crate::catalog::declcfg::numbers_are_plain;
 use crate::catalog::render::go_json;
 
 /// opm's text for the property value stored as `raw` (compact, keys sorted).
@@ -29,50 +30,10 @@ pub fn opm_property_json(raw: &str) -> Cow<'_, str> {
 }
 
 /// True when compact, key-sorted JSON `raw` is byte-equal to what a round trip through a
-/// tree writes: strings without escapes print the same, and so do integers that fit an `i64`
-/// without a sign on zero. Fractions, exponents, long or negative-zero numbers take the slow
-/// path.
+/// tree writes: strings without escapes print the same, and so do plain integers (the same
+/// number test as render's direct writer).
 fn is_opm_canonical(raw: &str) -> bool {
-    if raw.contains('\\') {
-        return false;
-    }
-    let bytes = raw.as_bytes();
-    let mut in_string = false;
-    let mut number_start = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            in_string = b != b'"';
-            continue;
-        }
-        let in_number = b == b'-'
-            || b.is_ascii_digit()
-            || b == b'.'
-            || b == b'e' && number_start.is_some()
-            || b == b'E'
-            || b == b'+';
-        match (number_start, in_number) {
-            (None, true) => number_start = Some(i),
-            (Some(start), false) => {
-                if !is_plain_integer(&bytes[start..i]) {
-                    return false;
-                }
-                number_start = None;
-            }
-            _ => {}
-        }
-        in_string = b == b'"';
-    }
-    number_start.is_none_or(|start| is_plain_integer(&bytes[start..]))
-}
-
-/// An integer serde_json and Go both print as written: digits only (after an optional `-`),
-/// at most 18 of them, and not `-0`.
-fn is_plain_integer(token: &[u8]) -> bool {
-    let digits = token.strip_prefix(b"-").unwrap_or(token);
-    !digits.is_empty()
-        && digits.len() <= 18
-        && digits.iter().all(u8::is_ascii_digit)
-        && token != b"-0"
+    !raw.contains('\\') && numbers_are_plain(raw.as_bytes())
 }
 
 /// The string fields `names` of the JSON object `raw`, matched as Go's decoder matches struct
