@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use base64::Engine;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::catalog::declcfg::numbers_are_plain;
@@ -96,6 +96,8 @@ fn plain_string_fields<const N: usize>(raw: &str, names: [&str; N]) -> Option<[S
     (at == bytes.len()).then(|| found.map(|text| text.unwrap_or_default().to_string()))
 }
 
+/// Reads the fields of an object; any other value is an error, which [`string_fields`] reads
+/// as "no fields".
 struct StringFields<'n, const N: usize> {
     names: [&'n str; N],
 }
@@ -116,90 +118,19 @@ impl<'de, const N: usize> Visitor<'de> for StringFields<'_, N> {
                 .position(|name| key.eq_ignore_ascii_case(name))
                 .filter(|&i| found[i].is_none());
             match slot {
-                Some(i) => found[i] = Some(map.next_value::<StringOrOther>()?.0),
+                Some(i) => {
+                    // A value that is not a string reads as "".
+                    found[i] = Some(match map.next_value::<Value>()? {
+                        Value::String(text) => text,
+                        _ => String::new(),
+                    })
+                }
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
         Ok(found.map(Option::unwrap_or_default))
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<[String; N], A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<[String; N], E> {
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<[String; N], E> {
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<[String; N], E> {
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<[String; N], E> {
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<[String; N], E> {
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-
-    fn visit_unit<E>(self) -> Result<[String; N], E> {
-        Ok(std::array::from_fn(|_| String::new()))
-    }
-}
-
-/// A JSON value read as its string, or "" when it is anything else.
-struct StringOrOther(String);
-
-impl<'de> de::Deserialize<'de> for StringOrOther {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Read;
-        impl<'de> Visitor<'de> for Read {
-            type Value = StringOrOther;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_str<E>(self, text: &str) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(text.to_string()))
-            }
-            fn visit_string<E>(self, text: String) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(text))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(String::new()))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(String::new()))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(String::new()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(String::new()))
-            }
-            fn visit_unit<E>(self) -> Result<StringOrOther, E> {
-                Ok(StringOrOther(String::new()))
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<StringOrOther, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(StringOrOther(String::new()))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StringOrOther, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(StringOrOther(String::new()))
-            }
-        }
-        deserializer.deserialize_any(Read)
     }
 }
 
