@@ -189,7 +189,7 @@ fn main() {
         let summary: Vec<Figures> = rows.iter().map(|r| Figures::median_of(&r.rounds)).collect();
         for (row, f) in rows.iter().zip(&summary) {
             println!(
-                "{:<30} {:>9.3} {:>8.1}M {:>8.1}M {:>9.0}ms {:>11.0} {:>12.1} {:>10.1}   ({} bundles)",
+                "{:<30} {:>9.3} {:>8.1}M {:>8.1}M {:>9.0}ms {:>11.0} {:>12.1} {:>10.1}   ({} bundles, {:.1} KB/answer)",
                 row.name,
                 f.startup.as_secs_f64(),
                 f.rss_idle_kib as f64 / 1024.0,
@@ -198,7 +198,8 @@ fn main() {
                 f.requests_per_second,
                 f.server_cpu_per_request_us,
                 f.client_cpu_per_request_us,
-                f.bundles
+                f.bundles,
+                f.answer_bytes as f64 / 1e3
             );
         }
         if skip_opm {

@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// reloads).
     #[arg(long, default_value_t = 2)]
     pub watch_interval: u64,
+    /// MiB of memory for single-bundle answers asked for more than once (beyond it they are
+    /// kept in a temporary file); 0 keeps them all in the file.
+    #[arg(long, default_value_t = 16)]
+    pub answer_memory_mib: usize,
 }
 
 /// Runs `bundle-tool serve`.
@@ -61,6 +65,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             bundle_sources: args.bundle_sources.into_iter().collect(),
             plain_http: args.plain_http,
             keep_documents: args.http_port.is_some(),
+            answer_memory: args.answer_memory_mib.saturating_mul(1 << 20),
         },
         watch_interval: (args.watch_interval > 0).then(|| Duration::from_secs(args.watch_interval)),
     };

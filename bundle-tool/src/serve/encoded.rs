@@ -40,6 +40,11 @@ impl EncodedBundle {
     pub fn bytes(&self) -> &Bytes {
         &self.0
     }
+
+    /// The encoded bytes, by value (a reference count, not a copy).
+    pub fn into_bytes(self) -> Bytes {
+        self.0
+    }
 }
 
 impl prost::Message for EncodedBundle {

@@ -21,6 +21,9 @@ pub struct LoadOptions {
     pub plain_http: bool,
     /// Keep the documents for the HTTP view.
     pub keep_documents: bool,
+    /// Bytes of repeated single-bundle answers each snapshot may keep in memory (the rest
+    /// are kept in its spill file).
+    pub answer_memory: usize,
 }
 
 /// A loaded catalog, ready to swap in.
@@ -63,7 +66,7 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
         }
         pull_objects(&bundle.image, options.plain_http).map(Inline::Rendered)
     };
-    let index = CatalogIndex::build(model, &mut inline)?;
+    let index = CatalogIndex::build(model, &mut inline, options.answer_memory)?;
     let indexed = started.elapsed();
     // Loading parsed every document into short-lived trees; give those pages back so that a
     // long-running server's footprint is its index, not its start-up peak.

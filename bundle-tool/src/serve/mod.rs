@@ -9,7 +9,9 @@
 //! - [`api`]: the generated types, client and server of `registry.proto`; [`encoded`]: the
 //!   server that sends `Bundle` answers encoded once.
 //! - [`index`]: one snapshot, indexed for every RPC; [`csv`]: opm's synthesized CSV.
-//! - [`registry`]: the ten RPCs; [`state`]: the swappable snapshot and counters.
+//! - [`registry`]: the ten RPCs; [`direct_bundle`]: `GetBundle` and `GetBundleForChannel`
+//!   sent from the index's bytes without a copy; [`state`]: the swappable snapshot and
+//!   counters.
 //! - [`memory`]: heap trimming after bursts of requests.
 //! - [`load`]: catalog folder → snapshot (with `--inline-bundles`); [`metas`], [`http`]: the
 //!   HTTP view; [`reload`]: SIGHUP and file watching.
@@ -17,6 +19,7 @@
 pub mod api;
 pub mod cli;
 pub mod csv;
+pub mod direct_bundle;
 pub mod encoded;
 pub mod http;
 pub mod index;
@@ -146,9 +149,7 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
 
     tonic::transport::Server::builder()
         .tcp_nodelay(true)
-        .add_service(encoded::registry_server::RegistryServer::new(
-            registry::RegistryService::new(catalog.clone()),
-        ))
+        .add_service(direct_bundle::RegistryRoutes::new(catalog.clone()))
         .add_service(HealthServer::new(AlwaysServing))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use super::api;
 use super::encoded::{EncodedBundle, registry_server::Registry};
-use super::index::{CatalogIndex, ChannelEntry, ChannelMember, PackageEntry};
+use super::index::{BundleAnswer, CatalogIndex, ChannelEntry, ChannelMember, PackageEntry};
 use super::state::CatalogHandle;
 
 type EntryStream = tokio_stream::Iter<std::vec::IntoIter<Result<api::ChannelEntry, Status>>>;
@@ -142,11 +142,42 @@ fn answer(
     index: &CatalogIndex,
     channel: &ChannelEntry,
     member: &ChannelMember,
-) -> Result<Response<EncodedBundle>, Status> {
+) -> Result<BundleAnswer, Status> {
     index
         .single_answer(channel, member)
-        .map(Response::new)
         .ok_or_else(|| Status::internal("bundle missing from the spill file"))
+}
+
+/// `GetBundle`'s answer.
+pub(super) fn get_bundle(
+    index: &CatalogIndex,
+    request: &api::GetBundleRequest,
+) -> Result<BundleAnswer, Status> {
+    let api::GetBundleRequest {
+        pkg_name,
+        channel_name,
+        csv_name,
+    } = request;
+    let channel = find_channel(index, pkg_name, channel_name)?;
+    let member = index.member(channel, csv_name).ok_or_else(|| {
+        unknown(format!(
+            "package {pkg_name:?}, channel {channel_name:?}, bundle {csv_name:?} not found"
+        ))
+    })?;
+    answer(index, channel, member)
+}
+
+/// `GetBundleForChannel`'s answer.
+pub(super) fn get_bundle_for_channel(
+    index: &CatalogIndex,
+    request: &api::GetBundleInChannelRequest,
+) -> Result<BundleAnswer, Status> {
+    let api::GetBundleInChannelRequest {
+        pkg_name,
+        channel_name,
+    } = request;
+    let channel = find_channel(index, pkg_name, channel_name)?;
+    answer(index, channel, index.head(channel))
 }
 
 fn no_providers(group: &str, version: &str, kind: &str) -> Status {
@@ -225,18 +256,7 @@ impl Registry for RegistryService {
         request: Request<api::GetBundleRequest>,
     ) -> Result<Response<EncodedBundle>, Status> {
         let index = self.snapshot("GetBundle");
-        let api::GetBundleRequest {
-            pkg_name,
-            channel_name,
-            csv_name,
-        } = request.get_ref();
-        let channel = find_channel(&index, pkg_name, channel_name)?;
-        let member = index.member(channel, csv_name).ok_or_else(|| {
-            unknown(format!(
-                "package {pkg_name:?}, channel {channel_name:?}, bundle {csv_name:?} not found"
-            ))
-        })?;
-        answer(&index, channel, member)
+        get_bundle(&index, request.get_ref()).map(|a| Response::new(a.into_encoded()))
     }
 
     async fn get_bundle_for_channel(
@@ -244,12 +264,7 @@ impl Registry for RegistryService {
         request: Request<api::GetBundleInChannelRequest>,
     ) -> Result<Response<EncodedBundle>, Status> {
         let index = self.snapshot("GetBundleForChannel");
-        let api::GetBundleInChannelRequest {
-            pkg_name,
-            channel_name,
-        } = request.get_ref();
-        let channel = find_channel(&index, pkg_name, channel_name)?;
-        answer(&index, channel, index.head(channel))
+        get_bundle_for_channel(&index, request.get_ref()).map(|a| Response::new(a.into_encoded()))
     }
 
     type GetChannelEntriesThatReplaceStream = EntryStream;
@@ -311,7 +326,9 @@ impl Registry for RegistryService {
             .iter()
             .find(|m| index.replaces(m) == csv_name || index.skips(m).any(|skip| skip == csv_name));
         match found {
-            Some(member) => answer(&index, channel, member),
+            Some(member) => {
+                answer(&index, channel, member).map(|a| Response::new(a.into_encoded()))
+            }
             None => Err(unknown(format!(
                 "no entry found for package {pkg_name:?}, channel {channel_name:?}"
             ))),
@@ -389,7 +406,7 @@ impl Registry for RegistryService {
                 let Some((channel, member)) = member else {
                     return Err(Status::internal("bundle vanished from the index"));
                 };
-                return answer(&index, channel, member);
+                return answer(&index, channel, member).map(|a| Response::new(a.into_encoded()));
             }
         }
         Err(unknown(format!(

@@ -138,6 +138,34 @@ impl SpillFile {
         Ok(())
     }
 
+    /// Appends the bytes of every blob in turn to `out`, with one read per run of blobs that
+    /// follow each other in the file.
+    pub fn read_all_into(&self, blobs: &[BlobRef], out: &mut Vec<u8>) -> std::io::Result<()> {
+        let mut run: Option<BlobRef> = None;
+        for blob in blobs {
+            run = match run {
+                Some(r)
+                    if r.offset + u64::from(r.length) == blob.offset
+                        && u32::try_from(r.len() + blob.len()).is_ok() =>
+                {
+                    Some(BlobRef {
+                        offset: r.offset,
+                        length: r.length + blob.length,
+                    })
+                }
+                Some(r) => {
+                    self.read_into(r, out)?;
+                    Some(*blob)
+                }
+                None => Some(*blob),
+            };
+        }
+        match run {
+            Some(r) => self.read_into(r, out),
+            None => Ok(()),
+        }
+    }
+
     /// Appends the bytes of `first` and then of `second` to `out`, with one read when
     /// `second` directly follows `first` in the file.
     pub fn read_pair_into(
@@ -185,6 +213,9 @@ mod tests {
         file.read_pair_into(empty, b, &mut pair).unwrap();
         file.read_pair_into(b, a, &mut pair).unwrap();
         assert_eq!(pair, "xfirstzweite ✓zweite ✓first".as_bytes());
+        let mut all = Vec::new();
+        file.read_all_into(&[a, empty, b, a, b], &mut all).unwrap();
+        assert_eq!(all, "firstzweite ✓firstzweite ✓".as_bytes());
         let later = file.append(b"later").unwrap();
         assert_eq!(file.read(later).unwrap(), b"later");
         assert_eq!(file.read(a).unwrap(), b"first");

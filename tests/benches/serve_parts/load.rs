@@ -27,6 +27,8 @@ pub struct Figures {
     pub server_cpu_per_request_us: f64,
     pub client_cpu_per_request_us: f64,
     pub bundles: usize,
+    /// Mean GetBundle answer size in bytes (the same answers from every server).
+    pub answer_bytes: usize,
 }
 
 impl Figures {
@@ -48,6 +50,7 @@ impl Figures {
             server_cpu_per_request_us: m(|f| f.server_cpu_per_request_us),
             client_cpu_per_request_us: m(|f| f.client_cpu_per_request_us),
             bundles: rounds[0].bundles,
+            answer_bytes: rounds[0].answer_bytes,
         }
     }
 }
@@ -164,13 +167,14 @@ pub async fn measure(server: &RegistryServer, requests: usize) -> Figures {
     );
     let channel = server.channel().await.expect("channel");
     let next = Arc::new(AtomicUsize::new(0));
+    let answered = Arc::new(AtomicUsize::new(0));
     let (server_cpu, client_cpu) = (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..CLIENTS {
         let mut grpc =
             tonic::client::Grpc::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024);
-        let (bodies, next) = (bodies.clone(), next.clone());
+        let (bodies, next, answered) = (bodies.clone(), next.clone(), answered.clone());
         workers.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -187,6 +191,7 @@ pub async fn measure(server: &RegistryServer, requests: usize) -> Figures {
                     .await
                     .expect("GetBundle");
                 assert!(*answer.get_ref() > 0, "empty GetBundle answer");
+                answered.fetch_add(*answer.get_ref(), Ordering::Relaxed);
             }
         }));
     }
@@ -208,5 +213,6 @@ pub async fn measure(server: &RegistryServer, requests: usize) -> Figures {
         server_cpu_per_request_us: server_cpu,
         client_cpu_per_request_us: client_cpu,
         bundles: keys.len(),
+        answer_bytes: answered.load(Ordering::Relaxed) / requests.max(1),
     }
 }

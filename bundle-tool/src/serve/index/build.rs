@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use base64::Engine;
 use serde_json::Value;
 
+use super::hot::HotBundles;
 use super::property::{bundle_object_json, is_csv, opm_property_json, string_fields};
 use super::{
     BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, IndexArrays, PackageEntry,
@@ -29,16 +30,18 @@ pub enum Inline {
 
 impl CatalogIndex {
     /// Builds the index from a validated model; `inline` decides, bundle by bundle, whether
-    /// it is served inline.
+    /// it is served inline; `answer_memory` is how many bytes of repeated answers it may keep
+    /// in memory.
     pub fn build(
         model: Model,
         inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
+        answer_memory: usize,
     ) -> Result<CatalogIndex, String> {
         let mut builder = Builder::new()?;
         for (name, package) in model.packages {
             builder.package(name, package, inline)?;
         }
-        builder.finish()
+        builder.finish(answer_memory)
     }
 }
 
@@ -130,8 +133,6 @@ impl Builder {
                         len: position(bundle.skips.len())?,
                     },
                     bundle: record,
-                    answer: OnceLock::new(),
-                    asked: AtomicBool::new(false),
                 };
                 self.index.members.push(member);
                 self.index.listing.push((channel_position, member_position));
@@ -302,11 +303,12 @@ impl Builder {
             package,
             inline: served_inline,
             synthesized_csv: OnceLock::new(),
+            asked: AtomicBool::new(false),
         });
         position(self.index.bundles.len() - 1)
     }
 
-    fn finish(mut self) -> Result<CatalogIndex, String> {
+    fn finish(mut self, answer_memory: usize) -> Result<CatalogIndex, String> {
         // opm's bundle store is ordered by (channel, package, name).
         let key = |&(channel, member): &(u32, u32)| {
             let package = self.channel_packages[channel as usize] as usize;
@@ -337,6 +339,7 @@ impl Builder {
         Ok(CatalogIndex {
             spill: self.spill.finish().map_err(spill_error)?,
             arrays,
+            hot: HotBundles::new(answer_memory),
         })
     }
 }

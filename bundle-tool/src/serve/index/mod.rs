@@ -12,18 +12,25 @@
 //! The API message of a bundle lives encoded in the spill file. `csvJson` is synthesized on
 //! request rather than kept: only the single-bundle RPCs send it.
 
+mod answer;
 mod build;
+mod hot;
 mod property;
 
 use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bytes::Bytes;
+
 use super::csv::{CsvContext, synthesize};
 use super::encoded::EncodedBundle;
 use super::spill::{BlobRef, SpillFile};
 
+use answer::AnswerWriter;
+pub use answer::{BundleAnswer, SHARE_FROM};
 pub use build::Inline;
+use hot::{HotBundles, KeptBundle};
 
 /// A run of items (or bytes) in one of the index's arrays (or its text).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,11 +85,6 @@ pub struct ChannelMember {
     skips: Span,
     /// Position in the index's bundles.
     bundle: u32,
-    /// The single-bundle RPCs' answer, kept encoded in the spill file once it was asked for
-    /// twice: later requests copy bytes instead of rebuilding and re-encoding the message.
-    answer: OnceLock<BlobRef>,
-    /// Whether the answer was built once already.
-    asked: AtomicBool,
 }
 
 /// What a bundle is, whatever channel lists it.
@@ -101,9 +103,12 @@ struct BundleRecord {
     package: u32,
     /// Whether it is served inline (empty bundle path, manifests in the answers).
     inline: bool,
-    /// The synthesized CSV once `ListBundles` needed it (bundles served inline): each stream
-    /// sends every bundle again.
+    /// The synthesized CSV once it was needed again: by `ListBundles` (bundles served
+    /// inline; each stream sends every bundle again), or by a single-bundle RPC when the
+    /// memory budget for repeated bundles was spent.
     synthesized_csv: OnceLock<BlobRef>,
+    /// Whether a single-bundle RPC asked for it already.
+    asked: AtomicBool,
 }
 
 /// How a bundle's `csvJson` is produced.
@@ -115,16 +120,6 @@ enum CsvSource {
     /// spill file.
     Metadata(BlobRef),
     /// Nothing to build one from: served empty.
-    None,
-}
-
-/// A bundle's `csvJson` text for one answer.
-enum CsvText {
-    /// A blob of the spill file (its CSV manifest, or a synthesized CSV kept earlier).
-    Stored(BlobRef),
-    /// Synthesized for this answer.
-    Synthesized(String),
-    /// None: the field stays empty.
     None,
 }
 
@@ -171,6 +166,8 @@ pub struct CatalogIndex {
     spill: SpillFile,
     /// Everything the RPCs search by.
     arrays: IndexArrays,
+    /// The bytes of bundles asked for again, while they fit in the memory budget.
+    hot: HotBundles,
 }
 
 /// The arrays of an index (filled by `build.rs`).
@@ -301,46 +298,50 @@ impl CatalogIndex {
         self.arrays.provided[record.provides.range()].contains(&api)
     }
 
-    /// Where a bundle's `csvJson` comes from; a synthesized one is kept in the spill file
-    /// when `keep` says so. `input` is its synthesis input when the caller read it already.
-    fn csv_text(
+    /// A bundle's `csvJson`, and whether it was synthesized just now; `input` is its
+    /// synthesis input when the caller read it already, `objects` its manifests. `None` when
+    /// the spill file failed.
+    fn csv_bytes(
         &self,
         name: &str,
         record: &BundleRecord,
-        keep: bool,
-        read_input: Option<Vec<u8>>,
-    ) -> CsvText {
-        match &record.csv {
-            CsvSource::Object(i) => self.arrays.objects[record.objects.range()]
-                .get(*i as usize)
-                .map_or(CsvText::None, |blob| CsvText::Stored(*blob)),
-            CsvSource::Metadata(input) => {
-                if let Some(blob) = record.synthesized_csv.get() {
-                    return CsvText::Stored(*blob);
-                }
-                let Some(input) = read_input.or_else(|| self.spill.read(*input).ok()) else {
-                    return CsvText::None;
+        input: Option<Vec<u8>>,
+        objects: &Bytes,
+    ) -> Option<(Bytes, bool)> {
+        let blob = match &record.csv {
+            CsvSource::Object(i) => {
+                let blobs = &self.arrays.objects[record.objects.range()];
+                let Some(blob) = blobs.get(*i as usize) else {
+                    return Some((Bytes::new(), false));
                 };
-                let Ok(input) = serde_json::from_slice::<SynthesisInput>(&input) else {
-                    return CsvText::None;
-                };
-                let package = &self.arrays.packages[record.package as usize];
-                let context = CsvContext {
-                    name,
-                    version: input.version,
-                    package_description: &package.description,
-                    package_icon: package.icon.clone(),
-                    related_images: input.related_images,
-                };
-                let csv = synthesize(input.metadata.get(), &context).unwrap_or_default();
-                if keep && let Ok(blob) = self.spill.append(csv.as_bytes()) {
-                    // Two requests racing both synthesize; the first stored blob wins.
-                    let _ = record.synthesized_csv.set(blob);
-                }
-                CsvText::Synthesized(csv)
+                let start: usize = blobs[..*i as usize].iter().map(BlobRef::len).sum();
+                return Some((objects.slice(start..start + blob.len()), false));
             }
-            CsvSource::None => CsvText::None,
+            CsvSource::Metadata(blob) => blob,
+            CsvSource::None => return Some((Bytes::new(), false)),
+        };
+        if let Some(kept) = record.synthesized_csv.get() {
+            return Some((self.spill.read(*kept).ok()?.into(), false));
         }
+        let input = match input {
+            Some(input) => input,
+            None => self.spill.read(*blob).ok()?,
+        };
+        // An input this build wrote and cannot read back is a bug; the answer then has no
+        // CSV rather than no answer.
+        let Ok(input) = serde_json::from_slice::<SynthesisInput>(&input) else {
+            return Some((Bytes::new(), false));
+        };
+        let package = &self.arrays.packages[record.package as usize];
+        let context = CsvContext {
+            name,
+            version: input.version,
+            package_description: &package.description,
+            package_icon: package.icon.clone(),
+            related_images: input.related_images,
+        };
+        let csv = synthesize(input.metadata.get(), &context).unwrap_or_default();
+        Some((csv.into(), true))
     }
 
     /// A member's `api.Bundle` message, encoded: the stored base of its bundle followed by
@@ -351,88 +352,135 @@ impl CatalogIndex {
     /// `object` and leave the edges blank, as opm does. A decoder reads fields in any order
     /// and the base holds none of these, so appending them gives the same message as
     /// decoding the base, setting them and encoding it again, without the copies.
+    ///
+    /// A bundle asked for again by a single-bundle RPC keeps its base, CSV and manifests in
+    /// memory while the budget lasts; beyond it a synthesized CSV is kept in the spill file.
+    /// Not on the first request: a resolution or a mirror reads most bundles once, and
+    /// keeping each of those cost a third of a first answer's time (generated catalog,
+    /// 20,000 bundles each asked once).
     fn encode_answer(
         &self,
         channel: &ChannelEntry,
         member: &ChannelMember,
         listed: bool,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<BundleAnswer> {
         let record = &self.arrays.bundles[member.bundle as usize];
-        let objects = &self.arrays.objects[record.objects.range()];
-        let size = record.base.len() + objects.iter().map(BlobRef::len).sum::<usize>() * 2;
-        let mut out = Vec::with_capacity(size + 256);
+        let blobs = &self.arrays.objects[record.objects.range()];
         let sends_csv = !listed || record.inline;
-        // The synthesis input is stored right before the base: one read for both.
+        let again = !listed && record.asked.swap(true, Ordering::Relaxed);
+        let kept = if sends_csv {
+            self.hot.get(member.bundle)
+        } else {
+            None
+        };
         let mut input = None;
-        match &record.csv {
-            CsvSource::Metadata(blob) if sends_csv && record.synthesized_csv.get().is_none() => {
-                self.spill
-                    .read_pair_into(*blob, record.base, &mut out)
-                    .ok()?;
-                input = Some(out.drain(..blob.len()).collect::<Vec<u8>>());
+        let mut base = None;
+        let mut answer = match &kept {
+            Some(kept) => {
+                let mut answer = AnswerWriter::default();
+                answer.share(&kept.base);
+                answer
             }
-            _ => self.spill.read_into(record.base, &mut out).ok()?,
-        }
+            None => {
+                let mut head = Vec::with_capacity(record.base.len() + 256);
+                // The synthesis input is stored right before the base: one read for both.
+                match &record.csv {
+                    CsvSource::Metadata(blob)
+                        if sends_csv && record.synthesized_csv.get().is_none() =>
+                    {
+                        self.spill
+                            .read_pair_into(*blob, record.base, &mut head)
+                            .ok()?;
+                        input = Some(head.drain(..blob.len()).collect::<Vec<u8>>());
+                    }
+                    _ => self.spill.read_into(record.base, &mut head).ok()?,
+                }
+                if again {
+                    // Exactly sized: the buffer was also the synthesis input's, and a kept
+                    // `Bytes` holds its whole allocation.
+                    let shared = Bytes::copy_from_slice(&head);
+                    let mut answer = AnswerWriter::default();
+                    answer.share(&shared);
+                    base = Some(shared);
+                    answer
+                } else {
+                    AnswerWriter::starting_with(head)
+                }
+            }
+        };
+        let glue = answer.glue();
         put_field(
-            &mut out,
+            glue,
             bundle_field::CHANNEL_NAME,
             channel.name.as_bytes(),
             false,
         );
         put_field(
-            &mut out,
+            glue,
             bundle_field::SKIP_RANGE,
             self.str(member.skip_range).as_bytes(),
             false,
         );
         if listed {
             put_field(
-                &mut out,
+                glue,
                 bundle_field::REPLACES,
                 self.replaces(member).as_bytes(),
                 false,
             );
             for skip in self.skips(member) {
-                put_field(&mut out, bundle_field::SKIPS, skip.as_bytes(), true);
+                put_field(glue, bundle_field::SKIPS, skip.as_bytes(), true);
             }
         }
         if !sends_csv {
-            return Some(out);
+            return Some(answer.finish());
         }
-        let csv = self.csv_text(self.name(member), record, listed, input);
-        self.put_csv(&mut out, bundle_field::CSV_JSON, &csv)?;
+        let (objects, (csv, synthesized)) = match &kept {
+            Some(kept) => (kept.objects.clone(), (kept.csv.clone(), false)),
+            None => {
+                let mut objects = Vec::new();
+                self.spill.read_all_into(blobs, &mut objects).ok()?;
+                let objects = Bytes::from(objects);
+                let csv = self.csv_bytes(self.name(member), record, input, &objects)?;
+                (objects, csv)
+            }
+        };
+        answer.share_field(bundle_field::CSV_JSON, &csv, false);
         // A bundle known only by its metadata has no manifests: opm sends the synthesized CSV
         // as its one object.
-        if matches!(record.csv, CsvSource::Metadata(_)) && objects.is_empty() {
-            self.put_csv(&mut out, bundle_field::OBJECT, &csv)?;
+        if matches!(record.csv, CsvSource::Metadata(_)) && blobs.is_empty() {
+            answer.share_field(bundle_field::OBJECT, &csv, false);
         } else {
-            for blob in objects {
-                self.put_blob(&mut out, bundle_field::OBJECT, *blob, true)?;
+            let mut start = 0;
+            for blob in blobs {
+                let object = objects.slice(start..start + blob.len());
+                answer.share_field(bundle_field::OBJECT, &object, true);
+                start += blob.len();
             }
         }
-        Some(out)
-    }
-
-    /// Appends a string field holding the CSV (nothing when there is none).
-    fn put_csv(&self, out: &mut Vec<u8>, tag: u32, csv: &CsvText) -> Option<()> {
-        match csv {
-            CsvText::Stored(blob) => self.put_blob(out, tag, *blob, false),
-            CsvText::Synthesized(text) => {
-                put_field(out, tag, text.as_bytes(), false);
-                Some(())
+        if let Some(base) = base {
+            // A synthesized CSV's string grew by doubling; keep an exactly sized copy.
+            let csv = if synthesized {
+                Bytes::copy_from_slice(&csv)
+            } else {
+                csv.clone()
+            };
+            let kept = KeptBundle { base, csv, objects };
+            if !self.hot.keep(member.bundle, kept.clone()) && synthesized {
+                self.keep_synthesized(record, &kept.csv);
             }
-            CsvText::None => Some(()),
+        } else if listed && synthesized {
+            self.keep_synthesized(record, &csv);
         }
+        Some(answer.finish())
     }
 
-    /// Appends a string field whose text is a blob of the spill file.
-    fn put_blob(&self, out: &mut Vec<u8>, tag: u32, blob: BlobRef, repeated: bool) -> Option<()> {
-        if blob.is_empty() && !repeated {
-            return Some(());
+    /// Keeps a synthesized CSV in the spill file.
+    fn keep_synthesized(&self, record: &BundleRecord, csv: &[u8]) {
+        if let Ok(blob) = self.spill.append(csv) {
+            // Two requests racing both synthesize; the first stored blob wins.
+            let _ = record.synthesized_csv.set(blob);
         }
-        prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, out);
-        prost::encoding::encode_varint(blob.len() as u64, out);
-        self.spill.read_into(blob, out).ok()
     }
 
     /// The message `ListBundles` streams at `position`, encoded.
@@ -440,8 +488,8 @@ impl CatalogIndex {
         let &(channel, member) = self.arrays.listing.get(position)?;
         let channel = &self.arrays.channels[channel as usize];
         let member = &self.arrays.members[member as usize];
-        let bytes = self.encode_answer(channel, member, true)?;
-        Some(EncodedBundle::new(bytes.into()))
+        let answer = self.encode_answer(channel, member, true)?;
+        Some(answer.into_encoded())
     }
 
     /// The single-bundle RPCs' answer for a member of `channel`: `csvJson` and `object`
@@ -450,21 +498,7 @@ impl CatalogIndex {
         &self,
         channel: &ChannelEntry,
         member: &ChannelMember,
-    ) -> Option<EncodedBundle> {
-        if let Some(bytes) = member.answer.get().and_then(|b| self.spill.read(*b).ok()) {
-            return Some(EncodedBundle::new(bytes.into()));
-        }
-        let bytes = self.encode_answer(channel, member, false)?;
-        // Kept from the second request on: packageserver asks for the same channel heads
-        // again and again, while a resolution or a mirror reads most bundles once, and
-        // writing each of those to the spill file cost a third of a first answer's time
-        // (generated catalog, 20,000 bundles each asked once).
-        if member.asked.swap(true, Ordering::Relaxed)
-            && let Ok(blob) = self.spill.append(&bytes)
-        {
-            // Two requests racing both encode; the first stored copy wins.
-            let _ = member.answer.set(blob);
-        }
-        Some(EncodedBundle::new(bytes.into()))
+    ) -> Option<BundleAnswer> {
+        self.encode_answer(channel, member, false)
     }
 }
