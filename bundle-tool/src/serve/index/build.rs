@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU8;
 
 use base64::Engine;
 use serde_json::Value;
@@ -303,7 +303,7 @@ impl Builder {
             package,
             inline: served_inline,
             synthesized_csv: OnceLock::new(),
-            asked: AtomicBool::new(false),
+            asked: AtomicU8::new(super::asked::NEVER),
         });
         position(self.index.bundles.len() - 1)
     }

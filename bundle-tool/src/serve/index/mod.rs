@@ -19,7 +19,7 @@ mod property;
 
 use std::ops::Range;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use bytes::Bytes;
 
@@ -107,8 +107,8 @@ struct BundleRecord {
     /// inline; each stream sends every bundle again), or by a single-bundle RPC when the
     /// memory budget for repeated bundles was spent.
     synthesized_csv: OnceLock<BlobRef>,
-    /// Whether a single-bundle RPC asked for it already.
-    asked: AtomicBool,
+    /// How far single-bundle RPCs got with it: one of [`asked`]'s states.
+    asked: AtomicU8,
 }
 
 /// How a bundle's `csvJson` is produced.
@@ -121,6 +121,18 @@ enum CsvSource {
     Metadata(BlobRef),
     /// Nothing to build one from: served empty.
     None,
+}
+
+/// What single-bundle RPCs did with a bundle so far, for keeping it in memory.
+mod asked {
+    /// Never asked for.
+    pub const NEVER: u8 = 0;
+    /// Asked for once: the next request keeps it if the budget has room.
+    pub const ONCE: u8 = 1;
+    /// Asked for again when the budget had no room: later requests do not copy its bytes
+    /// to try again (on a catalog larger than the budget every request of such a bundle
+    /// did).
+    pub const NOT_KEPT: u8 = 2;
 }
 
 /// Field numbers of `api.Bundle` that answers add to the stored base (registry.proto).
@@ -367,7 +379,8 @@ impl CatalogIndex {
         let record = &self.arrays.bundles[member.bundle as usize];
         let blobs = &self.arrays.objects[record.objects.range()];
         let sends_csv = !listed || record.inline;
-        let again = !listed && record.asked.swap(true, Ordering::Relaxed);
+        let again =
+            !listed && record.asked.fetch_max(asked::ONCE, Ordering::Relaxed) == asked::ONCE;
         let kept = if sends_csv {
             self.hot.get(member.bundle)
         } else {
@@ -466,8 +479,11 @@ impl CatalogIndex {
                 csv.clone()
             };
             let kept = KeptBundle { base, csv, objects };
-            if !self.hot.keep(member.bundle, kept.clone()) && synthesized {
-                self.keep_synthesized(record, &kept.csv);
+            if !self.hot.keep(member.bundle, kept.clone()) {
+                record.asked.store(asked::NOT_KEPT, Ordering::Relaxed);
+                if synthesized {
+                    self.keep_synthesized(record, &kept.csv);
+                }
             }
         } else if listed && synthesized {
             self.keep_synthesized(record, &csv);
@@ -500,5 +516,58 @@ impl CatalogIndex {
         member: &ChannelMember,
     ) -> Option<BundleAnswer> {
         self.encode_answer(channel, member, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+
+    use super::*;
+    use crate::serve::api;
+    use crate::serve::load::{LoadOptions, load_snapshot};
+
+    /// A one-bundle catalog whose CSV is synthesized from `olm.csv.metadata`.
+    const CATALOG: &str = r#"{"schema":"olm.package","name":"p","defaultChannel":"stable"}
+{"schema":"olm.channel","name":"stable","package":"p","entries":[{"name":"p.v1.0.0"}]}
+{"schema":"olm.bundle","name":"p.v1.0.0","package":"p","image":"quay.io/p/bundle:1.0.0","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}},{"type":"olm.csv.metadata","value":{"displayName":"P","description":"a package"}}]}
+"#;
+
+    #[test]
+    fn repeated_answers_are_equal_whether_kept_in_memory_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("p")).unwrap();
+        std::fs::write(dir.path().join("p/catalog.json"), CATALOG).unwrap();
+        for budget in [0, 1, 1 << 20] {
+            let options = LoadOptions {
+                answer_memory: budget,
+                ..Default::default()
+            };
+            let index = load_snapshot(dir.path(), &options).unwrap().index;
+            let package = index.package("p").unwrap();
+            let channel = index.channel(package, "stable").unwrap();
+            let member = index.head(channel);
+            let answers: Vec<Bytes> = (0..4)
+                .map(|_| {
+                    let answer = index.single_answer(channel, member).unwrap();
+                    answer.into_encoded().into_bytes()
+                })
+                .collect();
+            assert!(answers.iter().all(|a| *a == answers[0]), "budget {budget}");
+            let bundle = api::Bundle::decode(answers[0].clone()).unwrap();
+            assert!(bundle.csv_json.contains("\"displayName\":\"P\""));
+            assert_eq!(bundle.object, [bundle.csv_json.clone()]);
+            let record = &index.arrays.bundles[member.bundle as usize];
+            let state = record.asked.load(Ordering::Relaxed);
+            let kept = index.hot.get(member.bundle).is_some();
+            if budget == 1 << 20 {
+                assert_eq!((state, kept), (asked::ONCE, true));
+            } else {
+                // Refused once, not copied again to be refused again; the synthesized CSV is
+                // in the spill file instead.
+                assert_eq!((state, kept), (asked::NOT_KEPT, false));
+                assert!(record.synthesized_csv.get().is_some());
+            }
+        }
     }
 }
