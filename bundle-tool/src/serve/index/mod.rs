@@ -556,7 +556,7 @@ mod tests {
             assert!(answers.iter().all(|a| *a == answers[0]), "budget {budget}");
             let bundle = api::Bundle::decode(answers[0].clone()).unwrap();
             assert!(bundle.csv_json.contains("\"displayName\":\"P\""));
-            assert_eq!(bundle.object, [bundle.csv_json.clone()]);
+            assert_eq!(bundle.object, std::slice::from_ref(&bundle.csv_json));
             let record = &index.arrays.bundles[member.bundle as usize];
             let state = record.asked.load(Ordering::Relaxed);
             let kept = index.hot.get(member.bundle).is_some();
