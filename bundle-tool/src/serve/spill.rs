@@ -174,19 +174,7 @@ impl SpillFile {
         second: BlobRef,
         out: &mut Vec<u8>,
     ) -> std::io::Result<()> {
-        if first.offset + u64::from(first.length) == second.offset
-            && let Ok(length) = u32::try_from(first.len() + second.len())
-        {
-            return self.read_into(
-                BlobRef {
-                    offset: first.offset,
-                    length,
-                },
-                out,
-            );
-        }
-        self.read_into(first, out)?;
-        self.read_into(second, out)
+        self.read_all_into(&[first, second], out)
     }
 }
 
