@@ -9,13 +9,14 @@
 # cache key changes with it.
 set -euo pipefail
 
-K8S_VERSION=v1.36.3          # kube-apiserver, kube-controller-manager, kube-scheduler
+K8S_VERSION=v1.36.3          # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl
 K8S_STAGING_VERSION=v0.36.3  # the published staging modules matching K8S_VERSION
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 OLM_VERSION=v0.46.0
 OPM_VERSION=v1.73.0
 OPERATOR_SDK_VERSION=v1.42.3
+COREDNS_VERSION=v1.15.0      # the real node's cluster DNS, run as a pod
 
 ASSET_CACHE=${ASSET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-olm-toolchain/assets}
 mkdir -p "$ASSET_CACHE"
@@ -102,7 +103,8 @@ build_kubernetes() {
     grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$upstream" \
       | awk -v v="$K8S_STAGING_VERSION" '{ printf "replace %s => %s %s\n", $1, $1, v }'
   } > go.mod
-  local cmds="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
+  # One `go build` for every command: they share most packages, which then compile once.
+  local cmds="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl"
   # An explicit @version on each: a bare `go get` would upgrade to the newest release.
   local c
   for c in $cmds; do go get -tool "$c@$K8S_VERSION"; done
@@ -172,6 +174,13 @@ build_opm() {
     "$out" github.com/operator-framework/operator-registry/cmd/opm
 }
 
+build_coredns() {
+  local out=$1
+  # The module root is the main package; its default plugin set includes kubernetes, cache,
+  # health, ready and reload, all the real node's Corefile uses.
+  wrapper_build github.com/coredns/coredns "$COREDNS_VERSION" "" "-s -w" "$out" github.com/coredns/coredns
+}
+
 build_operator_sdk() {
   local out=$1
   # operator-sdk v1.42.3 requires ansible-operator-plugins v1.42.3, which the Go module proxy
@@ -184,22 +193,26 @@ build_operator_sdk() {
 }
 
 done_or_build etcd "$ETCD_VERSION" build_etcd
-done_or_build kubernetes "$K8S_VERSION" build_kubernetes
+# "+node": kubelet, kube-proxy and kubectl joined the build; a new key rebuilds an old entry.
+K8S_KEY="$K8S_VERSION+node"
+done_or_build kubernetes "$K8S_KEY" build_kubernetes
 # "+lease": the recipe changed (heartbeat stage added); a new key rebuilds the old cache entry.
 KWOK_KEY="$KWOK_VERSION+lease"
 done_or_build kwok "$KWOK_KEY" build_kwok
 done_or_build olm "$OLM_VERSION" build_olm
 done_or_build opm "$OPM_VERSION" build_opm
 done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
+done_or_build coredns "$COREDNS_VERSION" build_coredns
 
 # One line per component, read by the Rust harness (tests/src/assets.rs).
 cat > "$ASSET_CACHE/index.env" <<INDEX
 ETCD=$ASSET_CACHE/etcd-$ETCD_VERSION
-KUBERNETES=$ASSET_CACHE/kubernetes-$K8S_VERSION
+KUBERNETES=$ASSET_CACHE/kubernetes-$K8S_KEY
 KUBERNETES_VERSION=$K8S_VERSION
 KWOK=$ASSET_CACHE/kwok-$KWOK_KEY
 OLM=$ASSET_CACHE/olm-$OLM_VERSION
 OPM=$ASSET_CACHE/opm-$OPM_VERSION
 OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION
+COREDNS=$ASSET_CACHE/coredns-$COREDNS_VERSION
 INDEX
 echo "$ASSET_CACHE"
