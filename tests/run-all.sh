@@ -12,10 +12,19 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 say "system packages"
 # program:debian-package
-needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium"
+# The real node: containerd, runc, the CNI plugins, iptables and conntrack for kube-proxy,
+# busybox-static for test pods, gcc with the static C library for the pause image.
+needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium \
+  containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
+  /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev"
 missing=""
 for pair in $needed; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
+  program=${pair%%:*}
+  if [ "${program#/}" != "$program" ]; then
+    [ -e "$program" ] || missing="$missing ${pair#*:}"
+  else
+    command -v "$program" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
+  fi
 done
 if [ -n "$missing" ]; then
   echo "installing:$missing"
@@ -28,7 +37,7 @@ if [ -n "$missing" ]; then
 fi
 command -v cargo >/dev/null || fail "cargo is missing: install Rust (1.89 or newer) with rustup"
 
-say "Go programs (etcd, Kubernetes, kwok, OLM, opm, operator-sdk) into the cache"
+say "Go programs (etcd, Kubernetes, kwok, OLM, opm, operator-sdk, CoreDNS) into the cache"
 tests/assets/build-go-assets.sh
 
 say "format and lints"

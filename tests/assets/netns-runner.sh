@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # cargo's target runner (.cargo/config.toml). Test and bench binaries (target/*/deps/*) run in
-# a network namespace of their own that has only a loopback interface: OLM, opm and the
-# registries they start bind every interface, and test traffic must never leave the machine.
+# namespaces of their own: a network namespace that starts with only loopback (OLM, opm and
+# the registries bind every interface, and test traffic must never leave the machine), and,
+# as root, a PID and a private mount namespace too, so that everything the real node starts
+# (containerd, its shims, containers, kubelet's mounts) dies and vanishes with the test binary.
 # Other binaries (`cargo run`) run as they are.
-set -euo pipefail
+#
+# After the test binary exits, whatever happened to it, the runner puts the host back: the
+# sysctls kubelet sets host-wide are restored, and the cgroups the real node made are removed.
+set -uo pipefail
 case "$1" in
   */deps/*) ;;
   *) exec "$@" ;;
@@ -13,11 +18,59 @@ if [ -n "${E2E_IN_NETNS:-}" ]; then
 fi
 export E2E_IN_NETNS=1
 inner='ip link set lo up && exec "$@"'
-if [ "$(id -u)" = 0 ]; then
-  exec unshare --net -- sh -c "$inner" sh "$@"
+if [ "$(id -u)" != 0 ]; then
+  # Unprivileged: a user namespace owns the network namespace. No real node without root.
+  exec unshare --net --map-root-user -- sh -c "$inner" sh "$@" || {
+    echo "netns-runner: cannot create a network namespace (unshare --net); the end-to-end tests need one" >&2
+    exit 1
+  }
 fi
-# Unprivileged: a user namespace owns the network namespace.
-exec unshare --net --map-root-user -- sh -c "$inner" sh "$@" || {
-  echo "netns-runner: cannot create a network namespace (unshare --net); the end-to-end tests need one" >&2
-  exit 1
-}
+
+# The real node's cgroups are named after this id (tests/src/node/cgroups.rs reads it).
+export E2E_RUN_ID="$$"
+# Every temporary folder of the binary (control plane, registries, the node's containerd
+# store) goes in one folder, removed afterwards: the shared control plane lives in a static
+# that is never dropped, so its folders would otherwise stay.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/e2e-run-XXXXXX")
+export TMPDIR="$scratch"
+# kubelet sets these at start-up; they are not namespaced.
+sysctls="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
+saved=""
+for key in $sysctls; do saved="$saved $key=$(sysctl -n "$key")"; done
+# The tests check that the harness put them back while the node runs.
+export E2E_HOST_SYSCTLS="${saved# }"
+
+# Paths containerd, the CNI plugins and kubelet always use; the real node mounts a tmpfs on
+# each in the test's mount namespace (tests/src/node/mod.rs), creating the mount point when
+# the machine has none. Those mount points are removed again below.
+fixed_paths="/run/containerd /run/netns /var/lib/cni /var/log/pods /var/log/containers"
+absent=""
+for path in $fixed_paths; do [ -e "$path" ] || absent="$absent $path"; done
+
+unshare --net --pid --fork --mount --propagation private --mount-proc -- sh -c "$inner" sh "$@"
+status=$?
+
+for path in $absent; do rmdir "$path" 2>/dev/null; done
+if [ -n "${E2E_KEEP_DIR:-}" ]; then
+  echo "netns-runner: E2E_KEEP_DIR is set; the test binary's folders are kept in $scratch" >&2
+else
+  rm -rf "$scratch"
+fi
+
+for pair in $saved; do
+  key=${pair%=*}
+  [ "$(sysctl -n "$key")" = "${pair#*=}" ] || sysctl -q -w "$pair" >/dev/null
+done
+# The PID namespace is gone, so no process is left in these cgroups; rmdir them leaf first
+# (a cgroup that still has tasks refuses, which is reported).
+for root in /sys/fs/cgroup/*/; do
+  dir="${root}e2e-node-$E2E_RUN_ID"
+  [ -d "$dir" ] || continue
+  for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+    [ -d "$dir" ] || break
+    sleep 0.2
+  done
+  [ -d "$dir" ] && echo "netns-runner: could not remove the cgroup $dir" >&2
+done
+exit "$status"

@@ -65,7 +65,7 @@ impl Assets {
     }
 
     /// The path of a program: from `KUBEBUILDER_ASSETS` if it is there, else from the cache
-    /// entry `component` (one of ETCD, KUBERNETES, KWOK, OLM, OPM, OPERATOR_SDK).
+    /// entry `component` (one of ETCD, KUBERNETES, KWOK, OLM, OPM, OPERATOR_SDK, COREDNS).
     pub fn program(&self, component: &str, name: &str) -> anyhow::Result<PathBuf> {
         if let Some(dir) = &self.kubebuilder_assets {
             let candidate = dir.join(name);
@@ -85,9 +85,19 @@ impl Assets {
         self.program("ETCD", "etcd")
     }
 
-    /// `kube-apiserver`, `kube-controller-manager` or `kube-scheduler`.
+    /// `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`, `kubelet`, `kube-proxy`
+    /// or `kubectl`.
     pub fn kubernetes(&self, name: &str) -> anyhow::Result<PathBuf> {
         self.program("KUBERNETES", name)
+    }
+
+    /// The version a component was built at: the part of its cache folder's name after the
+    /// component (`coredns-v1.15.0` gives `v1.15.0`).
+    pub fn version_of(&self, component: &str) -> Option<String> {
+        let dir = self.index.get(component)?;
+        let name = Path::new(dir).file_name()?.to_string_lossy().into_owned();
+        let version = name.split_once('-')?.1;
+        Some(version.split('+').next().unwrap_or(version).to_string())
     }
 
     /// The Kubernetes version the binaries were built as (e.g. `v1.36.3`).

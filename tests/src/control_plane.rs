@@ -1,5 +1,10 @@
-//! A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
-//! kube-scheduler and kwok, with fake nodes and a default StorageClass.
+//! A real Kubernetes control plane in the test's network namespace: etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler and kwok, with fake nodes and a default
+//! StorageClass, ready for a real node ([`ControlPlane::real_node`]) to join.
+//!
+//! The apiserver listens on every interface of the namespace and advertises the node's
+//! address, which is the `kubernetes` Service's endpoint, so pods on the real node reach it;
+//! tests and programs outside pods use loopback.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +17,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::assets::Assets;
+use crate::node::{NodeJoin, RealNode, network};
 use crate::pki::write_pki;
 use crate::ports::free_port;
 use crate::process::ManagedProcess;
@@ -39,12 +45,21 @@ pub struct ControlPlane {
     kubeconfig: PathBuf,
     server: String,
     version: String,
+    node_tokens: NodeTokens,
+    ca_cert: PathBuf,
+    real_node: tokio::sync::OnceCell<Result<RealNode, String>>,
     dir: Option<tempfile::TempDir>,
     kept_dir: Option<PathBuf>,
 }
 
 /// The admin user's bearer token file line: a `system:masters` member, like envtest's user.
 const ADMIN_TOKEN_USER: &str = "e2e-admin";
+
+/// The real node's credentials, in the apiserver's token file from the start.
+struct NodeTokens {
+    kubelet: String,
+    proxy: String,
+}
 
 impl ControlPlane {
     /// The control plane shared by every test of this test binary, started on first use.
@@ -85,12 +100,26 @@ impl ControlPlane {
         std::fs::create_dir_all(root.join("logs"))?;
         let log = |name: &str| root.join("logs").join(format!("{name}.log"));
 
+        network::prepare()?;
         let pki = write_pki(&root)?;
         let token = random_token()?;
+        let node_tokens = NodeTokens {
+            kubelet: random_token()?,
+            proxy: random_token()?,
+        };
         let tokens_file = root.join("tokens.csv");
+        // The Node authorizer knows kubelets by `system:node:<name>` in `system:nodes`; the
+        // bootstrap role `system:node-proxier` is bound to the user `system:kube-proxy`.
         std::fs::write(
             &tokens_file,
-            format!("{token},{ADMIN_TOKEN_USER},e2e-admin-uid,\"system:masters\"\n"),
+            format!(
+                "{token},{ADMIN_TOKEN_USER},e2e-admin-uid,\"system:masters\"\n\
+                 {},system:node:{},e2e-node-uid,\"system:nodes\"\n\
+                 {},system:kube-proxy,e2e-proxy-uid\n",
+                node_tokens.kubelet,
+                crate::node::NODE_NAME,
+                node_tokens.proxy
+            ),
         )?;
 
         let mut processes = Vec::new();
@@ -131,15 +160,22 @@ impl ControlPlane {
             &assets.kubernetes("kube-apiserver")?,
             &[
                 format!("--etcd-servers={etcd_url}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
+                // Every interface of the test's own namespace: loopback and the node's address.
+                "--bind-address=0.0.0.0".into(),
+                format!("--advertise-address={}", network::NODE_IP),
                 format!("--secure-port={apiserver_port}"),
                 format!("--cert-dir={}", root.join("apiserver-certs").display()),
                 format!("--tls-cert-file={}", pki.serving_cert.display()),
                 format!("--tls-private-key-file={}", pki.serving_key.display()),
                 format!("--token-auth-file={}", tokens_file.display()),
-                "--authorization-mode=RBAC".into(),
-                "--service-cluster-ip-range=10.0.0.0/24".into(),
+                "--authorization-mode=Node,RBAC".into(),
+                format!("--service-cluster-ip-range={}", network::SERVICE_CIDR),
+                format!(
+                    "--kubelet-client-certificate={}",
+                    pki.kubelet_client_cert.display()
+                ),
+                format!("--kubelet-client-key={}", pki.kubelet_client_key.display()),
+                "--kubelet-preferred-address-types=InternalIP".into(),
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
                 format!(
                     "--service-account-key-file={}",
@@ -150,10 +186,10 @@ impl ControlPlane {
                     pki.service_account_key.display()
                 ),
                 "--allow-privileged=true".into(),
-                // As envtest does: pods need no token Secret to be admitted.
-                "--disable-admission-plugins=ServiceAccount".into(),
-                // The `kubernetes` Service cannot point at a loopback address; nothing needs it.
-                "--endpoint-reconciler-type=none".into(),
+                // Pods that really run need their ServiceAccount token (the ServiceAccount
+                // plugin is on by default). A namespace can pin its pods to the real node, as
+                // an admin would: a node selector and a toleration from its annotations.
+                "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction".into(),
                 "--profiling=false".into(),
             ],
             &[],
@@ -188,6 +224,12 @@ impl ControlPlane {
                     pki.service_account_key.display()
                 ),
                 format!("--root-ca-file={}", pki.ca_cert.display()),
+                // Each node gets a /24 of the pod range; the real node's bridge uses it.
+                "--allocate-node-cidrs=true".into(),
+                format!("--cluster-cidr={}", network::CLUSTER_CIDR),
+                "--node-cidr-mask-size=24".into(),
+                format!("--service-cluster-ip-range={}", network::SERVICE_CIDR),
+                "--use-service-account-credentials=true".into(),
                 "--profiling=false".into(),
             ],
             &[],
@@ -209,7 +251,8 @@ impl ControlPlane {
 
         let mut kwok_args = vec![
             kubeconfig_arg.clone(),
-            "--manage-all-nodes=true".into(),
+            // Only the fake nodes: the real node keeps its kubelet's status.
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
             format!("--server-address=127.0.0.1:{}", free_port()?),
             "--cidr=10.244.0.1/16".into(),
             "--node-ip=127.0.0.1".into(),
@@ -234,6 +277,9 @@ impl ControlPlane {
             kubeconfig,
             server,
             version,
+            node_tokens,
+            ca_cert: pki.ca_cert.clone(),
+            real_node: tokio::sync::OnceCell::new(),
             kept_dir: std::env::var_os("E2E_KEEP_DIR").map(|_| root.clone()),
             dir: Some(dir),
         };
@@ -251,6 +297,38 @@ impl ControlPlane {
         )?);
         plane.wait_nodes_ready(&client, options.nodes).await?;
         Ok(plane)
+    }
+
+    /// The real node of this control plane, started on first use (once per test binary; a
+    /// failure is reported to every later caller without starting again).
+    pub async fn real_node(&self) -> anyhow::Result<&RealNode> {
+        let started = self
+            .real_node
+            .get_or_init(|| async {
+                let client = self.client().await.map_err(|e| format!("{e:#}"))?;
+                RealNode::start(
+                    NodeJoin {
+                        root: self.root(),
+                        server: &self.server,
+                        ca_cert: &self.ca_cert,
+                        kubelet_token: &self.node_tokens.kubelet,
+                        proxy_token: &self.node_tokens.proxy,
+                        admin_kubeconfig: &self.kubeconfig,
+                    },
+                    &client,
+                )
+                .await
+                .map_err(|e| format!("{e:#}"))
+            })
+            .await;
+        match started {
+            Ok(node) => {
+                self.check_running()?;
+                node.check_running()?;
+                Ok(node)
+            }
+            Err(message) => bail!("the real node failed to start: {message}"),
+        }
     }
 
     /// Errors with the dead program's log if any control plane process has stopped.
@@ -353,6 +431,8 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
+        // The node's programs talk to the apiserver: they stop first.
+        self.real_node.take();
         self.provisioner.take();
         while let Some(process) = self.processes.pop() {
             drop(process);
@@ -392,7 +472,7 @@ fn remove_stale_dirs() {
     }
 }
 
-fn node_is_ready(node: &Node) -> bool {
+pub(crate) fn node_is_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -451,12 +531,18 @@ async fn create_storage_class(client: &kube::Client) -> anyhow::Result<()> {
 }
 
 fn kubeconfig_yaml(server: &str, ca_pem: &str, token: &str) -> String {
+    kubeconfig_yaml_for(server, ca_pem, ADMIN_TOKEN_USER, token)
+}
+
+/// A kubeconfig for `server` that authenticates with a bearer token, the user entry named
+/// `user`.
+pub(crate) fn kubeconfig_yaml_for(server: &str, ca_pem: &str, user: &str, token: &str) -> String {
     let ca_data = base64::Engine::encode(
         &base64::engine::general_purpose::STANDARD,
         ca_pem.as_bytes(),
     );
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca_data}\nusers:\n- name: {ADMIN_TOKEN_USER}\n  user:\n    token: {token}\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: {ADMIN_TOKEN_USER}\n    namespace: default\ncurrent-context: e2e\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca_data}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: {user}\n    namespace: default\ncurrent-context: e2e\n"
     )
 }
 

@@ -4,6 +4,8 @@
 //!   (fake nodes whose pods become Running/Ready), a default StorageClass with a small
 //!   provisioner so that `volumeClaimTemplates` bind, and a kubeconfig. [`ControlPlane::shared`]
 //!   gives every test of a binary the same one.
+//! - [`RealNode`]: a real node of that control plane (containerd, runc, CNI, kubelet,
+//!   kube-proxy, CoreDNS, a registry), started on first use by [`ControlPlane::real_node`].
 //! - [`OciRegistry`]: Debian's `docker-registry`, anonymous or with htpasswd basic auth.
 //! - [`assets`]: where the pinned Go programs (and `opm`, `operator-sdk`, OLM) are.
 //!
@@ -16,6 +18,7 @@ pub mod assets;
 mod control_plane;
 pub mod corpus;
 mod fault_proxy;
+pub mod node;
 pub mod olm;
 mod pki;
 mod ports;
@@ -28,6 +31,7 @@ pub mod validate_report;
 pub(crate) use control_plane::client_from as control_plane_client;
 pub use control_plane::{ControlPlane, ControlPlaneOptions};
 pub use fault_proxy::FaultyProxy;
+pub use node::RealNode;
 pub use process::ManagedProcess;
 pub use registry::{OciRegistry, RegistryAuth};
 
@@ -42,23 +46,29 @@ pub fn require_isolated_network() -> anyhow::Result<()> {
         .skip(2)
         .filter_map(|line| line.split(':').next())
         .map(|name| name.trim().to_string())
-        .filter(|name| name != "lo")
+        .filter(|name| !node::network::is_harness_link(name))
         .collect();
     anyhow::ensure!(
         interfaces.is_empty(),
         "this test starts programs that bind every interface, so it must run in a network \
-         namespace with only loopback (found {interfaces:?}); run it through `cargo test`, \
-         whose runner (tests/assets/netns-runner.sh) provides one"
+         namespace with only loopback and the test cluster's own links (found \
+         {interfaces:?}); run it through `cargo test`, whose runner \
+         (tests/assets/netns-runner.sh) provides one"
     );
     Ok(())
 }
 
 /// A plain HTTP/1.0 GET on `127.0.0.1:port`: the status code and the body.
 pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
+    http_get_at(&format!("127.0.0.1:{port}"), path).await
+}
+
+/// A plain HTTP/1.0 GET on `address` (`ip:port`): the status code and the body.
+pub async fn http_get_at(address: &str, path: &str) -> anyhow::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let mut stream = tokio::net::TcpStream::connect(address).await?;
     stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes())
         .await?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer).await?;
@@ -156,5 +166,39 @@ pub async fn apply_crd(
         await_condition(crds, &name, conditions::is_crd_established()),
     )
     .await??;
+    Ok(())
+}
+
+/// Server-side applies objects given as JSON (any kind the apiserver serves; the resource is
+/// found by discovery), as `kubectl apply --server-side` does, with field manager `e2e`.
+pub async fn apply_objects(
+    client: &kube::Client,
+    objects: &[serde_json::Value],
+) -> anyhow::Result<()> {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use kube::core::GroupVersionKind;
+    for object in objects {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
+            .await
+            .map_err(|e| anyhow::anyhow!("discovering {api_version} {kind}: {e}"))?;
+        let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
+            Some(namespace) if capabilities.scope == kube::discovery::Scope::Namespaced => {
+                Api::namespaced_with(client.clone(), namespace, &resource)
+            }
+            _ => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(
+            name,
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(object),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("applying {kind} {name}: {e}"))?;
+    }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! Certificates for the test control plane: one CA, the apiserver's serving certificate and
-//! the service-account token signing key.
+//! Certificates for the test control plane: one CA, the apiserver's serving certificate, its
+//! client certificate for kubelets, and the service-account token signing key.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,10 @@ pub struct PkiFiles {
     pub service_account_key: PathBuf,
     /// Its public half, which the apiserver verifies tokens with.
     pub service_account_public_key: PathBuf,
+    /// The client certificate kube-apiserver presents to kubelets (`kubectl logs/exec`).
+    pub kubelet_client_cert: PathBuf,
+    /// Its key.
+    pub kubelet_client_key: PathBuf,
 }
 
 /// Generates a fresh CA and the control plane's keys into `dir`.
@@ -38,13 +42,18 @@ pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
     let ca_cert = ca_params.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
-    // 10.0.0.1 is the `kubernetes` Service's address in --service-cluster-ip-range.
+    // Pods reach the apiserver as the `kubernetes` Service (its first address) or by the
+    // node's address; tests and programs on the host side by loopback.
     let serving_key = KeyPair::generate()?;
     let mut serving_params = CertificateParams::new(vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
-        "10.0.0.1".to_string(),
+        crate::node::network::KUBERNETES_SERVICE_IP.to_string(),
+        crate::node::network::NODE_IP.to_string(),
+        "kubernetes".to_string(),
+        "kubernetes.default".to_string(),
         "kubernetes.default.svc".to_string(),
+        "kubernetes.default.svc.cluster.local".to_string(),
     ])?;
     serving_params
         .distinguished_name
@@ -53,6 +62,18 @@ pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
 
     let sa_key = KeyPair::generate()?;
 
+    // kubelets authorize the apiserver by this identity (a `system:masters` member).
+    let kubelet_client_key = KeyPair::generate()?;
+    let mut kubelet_client_params = CertificateParams::new(Vec::<String>::new())?;
+    kubelet_client_params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver-kubelet-client");
+    kubelet_client_params
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    kubelet_client_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let kubelet_client_cert = kubelet_client_params.signed_by(&kubelet_client_key, &issuer)?;
+
     let files = PkiFiles {
         ca_cert: dir.join("ca.crt"),
         ca_pem: ca_cert.pem(),
@@ -60,11 +81,18 @@ pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
         serving_key: dir.join("apiserver.key"),
         service_account_key: dir.join("sa.key"),
         service_account_public_key: dir.join("sa.pub"),
+        kubelet_client_cert: dir.join("kubelet-client.crt"),
+        kubelet_client_key: dir.join("kubelet-client.key"),
     };
     std::fs::write(&files.ca_cert, ca_cert.pem())?;
     std::fs::write(&files.serving_cert, serving_cert.pem())?;
     std::fs::write(&files.serving_key, serving_key.serialize_pem())?;
     std::fs::write(&files.service_account_key, sa_key.serialize_pem())?;
     std::fs::write(&files.service_account_public_key, sa_key.public_key_pem())?;
+    std::fs::write(&files.kubelet_client_cert, kubelet_client_cert.pem())?;
+    std::fs::write(
+        &files.kubelet_client_key,
+        kubelet_client_key.serialize_pem(),
+    )?;
     Ok(files)
 }

@@ -108,6 +108,13 @@ async fn provision_once(
             .access_modes
             .clone()
             .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+        // The folder exists before any pod mounts it (containerd refuses a missing bind-mount
+        // source) and any user may write it: a hostPath volume ignores fsGroup, and Redis
+        // and the test pods run as non-root users. It outlives its pods, so a recreated pod
+        // gets its data back.
+        let path = volumes_dir.join(&volume_name);
+        std::fs::create_dir_all(&path)?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
         let volume: PersistentVolume = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "PersistentVolume",
@@ -120,7 +127,7 @@ async fn provision_once(
                 "accessModes": access_modes,
                 "persistentVolumeReclaimPolicy": "Delete",
                 "storageClassName": STORAGE_CLASS,
-                "hostPath": {"path": volumes_dir.join(&volume_name).display().to_string(), "type": ""},
+                "hostPath": {"path": path.display().to_string(), "type": "Directory"},
                 "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace, "name": name, "uid": uid}
             }
         }))?;
@@ -140,6 +147,8 @@ async fn provision_once(
             && let Some(name) = &volume.metadata.name
         {
             volumes.delete(name, &DeleteParams::default()).await?;
+            // Reclaim policy Delete: the data goes with the volume.
+            let _ = std::fs::remove_dir_all(volumes_dir.join(name));
         }
     }
     Ok(())

@@ -27,7 +27,7 @@ pub enum RegistryAuth {
 /// A running registry; stopped and its storage removed when dropped.
 pub struct OciRegistry {
     process: ManagedProcess,
-    port: u16,
+    address: String,
     auth: RegistryAuth,
     _dir: tempfile::TempDir,
 }
@@ -35,15 +35,19 @@ pub struct OciRegistry {
 impl OciRegistry {
     /// Starts a registry on `127.0.0.1:<free port>`, storing blobs in a temporary folder.
     pub async fn start(auth: RegistryAuth) -> anyhow::Result<Self> {
+        Self::start_on(auth, &format!("127.0.0.1:{}", free_port()?)).await
+    }
+
+    /// Starts a registry listening on `address` (`ip:port`).
+    pub async fn start_on(auth: RegistryAuth, address: &str) -> anyhow::Result<Self> {
         if !Path::new(REGISTRY_BINARY).is_file() {
             bail!(
                 "{REGISTRY_BINARY} is missing: install Debian's docker-registry package (the README test command does)"
             );
         }
         let dir = tempfile::Builder::new().prefix("e2e-registry-").tempdir()?;
-        let port = free_port()?;
         let mut config = format!(
-            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: e2e-not-a-secret\n",
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n  secret: e2e-not-a-secret\n",
             dir.path().join("data").display()
         );
         if let RegistryAuth::Htpasswd { username, password } = &auth {
@@ -86,20 +90,21 @@ impl OciRegistry {
         };
         process
             .wait_ready(Duration::from_secs(20), || async move {
-                Ok(crate::http_get(port, "/v2/").await?.0.to_string() == expected)
+                Ok(crate::http_get_at(address, "/v2/").await?.0.to_string() == expected)
             })
             .await?;
         Ok(OciRegistry {
             process,
-            port,
+            address: address.to_string(),
             auth,
             _dir: dir,
         })
     }
 
-    /// `127.0.0.1:<port>`, the registry part of an image reference.
+    /// `127.0.0.1:<port>` (or the address it was started on), the registry part of an image
+    /// reference.
     pub fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.address.clone()
     }
 
     /// The auth it was started with.

@@ -189,7 +189,7 @@ pub fn build_binary_image(
 }
 
 /// Compresses the layer and writes config and manifest around it.
-fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImage> {
+pub(super) fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImage> {
     // Pinned: gzip level 6 and the miniz_oxide backend (the default) with mtime 0 make the
     // compressed bytes, and so the layer digest, the same on every machine.
     let mut encoder = flate2::GzBuilder::new()

@@ -7,6 +7,7 @@ mod layout;
 mod push;
 mod reference;
 mod registry;
+mod rootfs;
 mod session;
 mod unpack;
 
@@ -16,6 +17,7 @@ pub use build::{
 pub use layout::{read_layout, write_layout};
 pub use reference::parse_reference;
 pub use registry::{Credentials, RegistryClient};
+pub use rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
 pub use unpack::unpack_layer;
 
 use sha2::{Digest, Sha256};

@@ -1,0 +1,333 @@
+//! Images of programs that are already built on this machine, without Docker: a binary and
+//! every shared library it loads (as `ldd` resolves them, with the dynamic loader), or a
+//! statically linked binary alone, plus the few folders, files and links a container needs.
+//! The way `ko` images a Go binary, widened to programs that are not statically linked, such
+//! as a distribution's `redis-server`.
+//!
+//! Same inputs, same bytes: entries sorted by path, owners 0, times 0, modes as given.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use super::BuiltImage;
+use super::build::assemble;
+
+/// One entry of the image's file system.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RootfsEntry {
+    /// A folder with this mode.
+    Dir {
+        /// Its absolute path in the image.
+        path: String,
+        /// Permission bits, e.g. `0o1777` for `/tmp`.
+        mode: u32,
+    },
+    /// A file copied from the build machine.
+    File {
+        /// Its absolute path in the image.
+        path: String,
+        /// Where its bytes are read from.
+        source: PathBuf,
+        /// Permission bits.
+        mode: u32,
+    },
+    /// A file with the given bytes (a config file, `/etc/passwd`).
+    Bytes {
+        /// Its absolute path in the image.
+        path: String,
+        /// Its content.
+        data: Vec<u8>,
+        /// Permission bits.
+        mode: u32,
+    },
+    /// A symbolic link.
+    Symlink {
+        /// Its absolute path in the image.
+        path: String,
+        /// What it points at.
+        target: String,
+    },
+}
+
+impl RootfsEntry {
+    fn path(&self) -> &str {
+        match self {
+            RootfsEntry::Dir { path, .. }
+            | RootfsEntry::File { path, .. }
+            | RootfsEntry::Bytes { path, .. }
+            | RootfsEntry::Symlink { path, .. } => path,
+        }
+    }
+}
+
+/// The image config's runtime part (what `ENTRYPOINT`, `CMD`, `USER`, `ENV` and `LABEL` set).
+#[derive(Clone, Debug, Default)]
+pub struct ContainerConfig {
+    /// `Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// `Cmd`.
+    pub cmd: Vec<String>,
+    /// `User`, e.g. `65532:65532`.
+    pub user: String,
+    /// `Env` entries, `NAME=value`.
+    pub env: Vec<String>,
+    /// `Labels`.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Builds a one-layer image of `entries`; folders that hold an entry but are not listed are
+/// added with mode 0755.
+pub fn build_rootfs_image(
+    entries: &[RootfsEntry],
+    config: &ContainerConfig,
+) -> io::Result<BuiltImage> {
+    let mut by_path: BTreeMap<String, &RootfsEntry> = BTreeMap::new();
+    let mut implied: BTreeMap<String, RootfsEntry> = BTreeMap::new();
+    for entry in entries {
+        let path = entry.path();
+        if !path.starts_with('/') || path.split('/').any(|part| part == "..") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{path:?}: image paths are absolute and have no `..`"),
+            ));
+        }
+        let mut parent = Path::new(path).parent();
+        while let Some(dir) = parent.filter(|d| *d != Path::new("/")) {
+            let name = dir.to_string_lossy().into_owned();
+            implied.entry(name.clone()).or_insert(RootfsEntry::Dir {
+                path: name,
+                mode: 0o755,
+            });
+            parent = dir.parent();
+        }
+        if by_path.insert(path.to_string(), entry).is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{path:?} is in the image twice"),
+            ));
+        }
+    }
+    for (path, entry) in &implied {
+        by_path.entry(path.clone()).or_insert(entry);
+    }
+
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.mode(tar::HeaderMode::Deterministic);
+    for (path, entry) in by_path {
+        // Tar names are relative, as `docker build` writes them.
+        let name = path.trim_start_matches('/');
+        let mut header = tar::Header::new_ustar();
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        match entry {
+            RootfsEntry::Dir { mode, .. } => {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(*mode);
+                header.set_size(0);
+                builder.append_data(&mut header, format!("{name}/"), io::empty())?;
+            }
+            RootfsEntry::File { source, mode, .. } => {
+                let data = std::fs::read(source)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", source.display())))?;
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(*mode);
+                header.set_size(data.len() as u64);
+                builder.append_data(&mut header, name, &data[..])?;
+            }
+            RootfsEntry::Bytes { data, mode, .. } => {
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(*mode);
+                header.set_size(data.len() as u64);
+                builder.append_data(&mut header, name, &data[..])?;
+            }
+            RootfsEntry::Symlink { target, .. } => {
+                header.set_entry_type(tar::EntryType::Symlink);
+                header.set_mode(0o777);
+                header.set_size(0);
+                builder.append_link(&mut header, name, target)?;
+            }
+        }
+    }
+    let tar = builder.into_inner()?;
+    let mut runtime = serde_json::Map::new();
+    runtime.insert("Labels".into(), json!(config.labels));
+    if !config.entrypoint.is_empty() {
+        runtime.insert("Entrypoint".into(), json!(config.entrypoint));
+    }
+    if !config.cmd.is_empty() {
+        runtime.insert("Cmd".into(), json!(config.cmd));
+    }
+    if !config.user.is_empty() {
+        runtime.insert("User".into(), json!(config.user));
+    }
+    if !config.env.is_empty() {
+        runtime.insert("Env".into(), json!(config.env));
+    }
+    runtime.insert("WorkingDir".into(), json!("/"));
+    let image_config = json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": runtime,
+        "rootfs": {"type": "layers", "diff_ids": [super::digest(&tar)]},
+    });
+    assemble(tar, image_config)
+}
+
+/// `program` at `/usr/bin/<name>` (mode 0755) and, unless it is statically linked, every
+/// shared library `ldd` says it loads, at the same paths as here, dynamic loader included.
+pub fn program_with_libraries(program: &Path) -> io::Result<Vec<RootfsEntry>> {
+    let name = program
+        .file_name()
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: not a file", program.display()),
+            )
+        })?
+        .to_string_lossy()
+        .into_owned();
+    let mut entries = vec![RootfsEntry::File {
+        path: format!("/usr/bin/{name}"),
+        source: program.to_path_buf(),
+        mode: 0o755,
+    }];
+    for library in shared_libraries(program)? {
+        // The real file, at the path the program asks for (a distribution's library paths are
+        // often links: /lib64 -> /usr/lib64, libfoo.so.1 -> libfoo.so.1.2.3).
+        let source = std::fs::canonicalize(&library)?;
+        entries.push(RootfsEntry::File {
+            path: library.to_string_lossy().into_owned(),
+            source,
+            mode: 0o755,
+        });
+    }
+    Ok(entries)
+}
+
+/// The absolute paths of the shared objects `ldd` resolves for `program`; empty for a
+/// statically linked one.
+fn shared_libraries(program: &Path) -> io::Result<Vec<PathBuf>> {
+    let output = Command::new("ldd")
+        .arg(program)
+        .output()
+        .map_err(|e| io::Error::new(e.kind(), format!("running ldd: {e}")))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if text.contains("not a dynamic executable") || stderr.contains("not a dynamic executable") {
+        return Ok(Vec::new());
+    }
+    if !output.status.success() {
+        return Err(io::Error::other(format!(
+            "ldd {}: {}",
+            program.display(),
+            stderr.trim()
+        )));
+    }
+    let mut libraries = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.contains("=> not found") {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: {line}", program.display()),
+            ));
+        }
+        // `libssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (0x…)`, or the loader as
+        // `/lib64/ld-linux-x86-64.so.2 (0x…)`; `linux-vdso.so.1 (0x…)` is the kernel's.
+        let path = match line.split_once("=>") {
+            Some((_, resolved)) => resolved.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        if let Some(path) = path.filter(|p| p.starts_with('/')) {
+            libraries.push(PathBuf::from(path));
+        }
+    }
+    libraries.sort();
+    libraries.dedup();
+    Ok(libraries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(image: &BuiltImage) -> Vec<(String, u32)> {
+        let tar = flate2::read::GzDecoder::new(&image.layer[..]);
+        let mut archive = tar::Archive::new(tar);
+        archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.path().unwrap().to_string_lossy().into_owned(),
+                    e.header().mode().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parents_are_implied_and_entries_sorted() {
+        let entries = [
+            RootfsEntry::Bytes {
+                path: "/etc/app/app.conf".into(),
+                data: b"x".to_vec(),
+                mode: 0o644,
+            },
+            RootfsEntry::Dir {
+                path: "/tmp".into(),
+                mode: 0o1777,
+            },
+            RootfsEntry::Symlink {
+                path: "/bin/sh".into(),
+                target: "busybox".into(),
+            },
+        ];
+        let image = build_rootfs_image(&entries, &ContainerConfig::default()).unwrap();
+        assert_eq!(
+            names(&image),
+            vec![
+                ("bin/".into(), 0o755),
+                ("bin/sh".into(), 0o777),
+                ("etc/".into(), 0o755),
+                ("etc/app/".into(), 0o755),
+                ("etc/app/app.conf".into(), 0o644),
+                ("tmp/".into(), 0o1777),
+            ]
+        );
+        let again = build_rootfs_image(&entries, &ContainerConfig::default()).unwrap();
+        assert_eq!(image.digest(), again.digest());
+    }
+
+    #[test]
+    fn relative_escaping_and_repeated_paths_are_refused() {
+        for bad in ["etc/x", "/etc/../x"] {
+            let entry = RootfsEntry::Dir {
+                path: bad.into(),
+                mode: 0o755,
+            };
+            assert!(build_rootfs_image(&[entry], &ContainerConfig::default()).is_err());
+        }
+        let twice = RootfsEntry::Dir {
+            path: "/x".into(),
+            mode: 0o755,
+        };
+        assert!(build_rootfs_image(&[twice.clone(), twice], &ContainerConfig::default()).is_err());
+    }
+
+    #[test]
+    fn a_dynamic_program_brings_its_loader_and_libraries() {
+        // `ls` is in coreutils on every Debian machine and links libc at least.
+        let entries = program_with_libraries(Path::new("/bin/ls")).unwrap();
+        let paths: Vec<&str> = entries.iter().map(RootfsEntry::path).collect();
+        assert_eq!(paths[0], "/usr/bin/ls");
+        assert!(paths.iter().any(|p| p.contains("libc.so")), "{paths:?}");
+        assert!(paths.iter().any(|p| p.contains("ld-linux")), "{paths:?}");
+    }
+}
