@@ -202,3 +202,47 @@ pub async fn apply_objects(
     }
     Ok(())
 }
+
+/// Creates the namespace `name` (with `annotations`, if any) and waits until its `default`
+/// ServiceAccount exists: the ServiceAccount admission plugin refuses pods until then, and
+/// the controller-manager makes it a moment after the namespace.
+pub async fn create_namespace(
+    client: &kube::Client,
+    name: &str,
+    annotations: Option<serde_json::Value>,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Api, PostParams};
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut metadata = serde_json::json!({"name": name});
+    if let Some(annotations) = annotations {
+        metadata["annotations"] = annotations;
+    }
+    let namespace: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": metadata,
+    }))?;
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .map_err(|e| anyhow::anyhow!("creating the namespace {name}: {e}"))?;
+    wait_for_default_service_account(client, name).await
+}
+
+/// Waits (up to 30 s) for the `default` ServiceAccount of `namespace`.
+pub async fn wait_for_default_service_account(
+    client: &kube::Client,
+    namespace: &str,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use kube::api::Api;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    eventually(
+        std::time::Duration::from_secs(30),
+        &format!("the default ServiceAccount of {namespace}"),
+        || {
+            let accounts = accounts.clone();
+            async move { Ok(accounts.get_opt("default").await?.map(|_| ())) }
+        },
+    )
+    .await
+}

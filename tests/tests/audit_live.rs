@@ -90,6 +90,7 @@ async fn audit_live_criteria_pass_against_the_running_redis_operator() -> anyhow
         "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
     )
     .await?;
+    e2e::wait_for_default_service_account(&admin, NAMESPACE).await?;
     let crd = redis_cluster_crd(
         &ConversionEndpoint::Url(format!("https://127.0.0.1:{webhook_port}")),
         None,

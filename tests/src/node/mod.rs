@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
 
 pub use bundle_tool::image::{ContainerConfig, RootfsEntry};
 pub use images::NodeImages;
@@ -263,26 +263,7 @@ impl RealNode {
     /// and PodTolerationRestriction plugins add the node selector and the toleration, as a
     /// cluster admin pins a namespace. Returns once its `default` ServiceAccount exists.
     pub async fn namespace(&self, client: &kube::Client, name: &str) -> anyhow::Result<()> {
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace: Namespace = serde_json::from_value(serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": name, "annotations": real_node_annotations()},
-        }))?;
-        namespaces
-            .create(&PostParams::default(), &namespace)
-            .await
-            .with_context(|| format!("creating the namespace {name}"))?;
-        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
-        crate::eventually(
-            Duration::from_secs(30),
-            "the namespace's default ServiceAccount",
-            || {
-                let accounts = accounts.clone();
-                async move { Ok(accounts.get_opt("default").await?.map(|_| ())) }
-            },
-        )
-        .await
+        crate::create_namespace(client, name, Some(real_node_annotations())).await
     }
 
     /// Runs `kubectl` (the pinned build) as the cluster admin.
