@@ -13,10 +13,10 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 say "system packages"
 # program:debian-package
 # The real node: containerd, runc, the CNI plugins, iptables and conntrack for kube-proxy,
-# busybox-static for test pods, gcc with the static C library for the pause image.
+# busybox-static for test pods, gcc with the static C library for the pause image, Redis.
 needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
-  /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev"
+  /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev redis-server:redis-server"
 missing=""
 for pair in $needed; do
   program=${pair%%:*}

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use e2e::ControlPlane;
-use e2e::node::{NODE_NAME, RealNode};
+use e2e::node::{ContainerConfig, NODE_NAME, RealNode, RootfsEntry};
 use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
@@ -243,6 +243,35 @@ async fn a_pod_serves_http_through_its_service_name_and_stops_when_deleted() -> 
     assert_eq!(body.trim(), format!("hello from {marker}"));
     let logs = kubectl_ok(node, &["logs", "-n", ns, "web"])?;
     assert!(logs.contains("web starting"), "kubectl logs: {logs}");
+
+    // kubectl port-forward: apiserver -> kubelet -> containerd -> the pod's network namespace.
+    let local_port = e2e::free_port()?;
+    let kubectl = e2e::assets::Assets::locate()?.kubernetes("kubectl")?;
+    let mut forward = std::process::Command::new(kubectl)
+        .arg(format!(
+            "--kubeconfig={}",
+            plane.kubeconfig_path().display()
+        ))
+        .args([
+            "port-forward",
+            "-n",
+            ns,
+            "pod/web",
+            &format!("{local_port}:8080"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let forwarded = e2e::eventually(Duration::from_secs(20), "kubectl port-forward", || async {
+        Ok(e2e::http_get(local_port, "/index.html")
+            .await
+            .ok()
+            .filter(|(status, _)| *status == 200))
+    })
+    .await;
+    let _ = forward.kill();
+    let _ = forward.wait();
+    assert_eq!(forwarded?.1.trim(), format!("hello from {marker}"));
 
     let unready = pods.get("unready").await?;
     assert!(
@@ -534,5 +563,86 @@ async fn node_processes_at_idle() -> anyhow::Result<()> {
         "pods' cgroup: {:.1} MiB",
         node.pods_memory()? as f64 / 1048576.0
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn redis_from_debian_runs_in_an_image_of_its_binary_and_libraries() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared().await?;
+    let node = plane.real_node().await?;
+    let client = plane.client().await?;
+    let ns = "real-redis";
+    node.namespace(&client, ns).await?;
+    let server = std::path::Path::new("/usr/bin/redis-server");
+    let cli = std::path::Path::new("/usr/bin/redis-cli");
+    anyhow::ensure!(
+        server.is_file() && cli.is_file(),
+        "redis-server is missing: install Debian's redis-server (the README test command does)"
+    );
+    // redis-server is dynamically linked (libc, libssl, libsystemd, ...): the image carries
+    // every library ldd lists and the loader, nothing else.
+    let image = node
+        .push_programs(
+            &format!("e2e/redis:{}", e2e::node::debian_version("redis-server")?),
+            &[server, cli],
+            vec![RootfsEntry::Dir {
+                path: "/data".into(),
+                mode: 0o1777,
+            }],
+            &ContainerConfig {
+                entrypoint: vec!["/usr/bin/redis-server".into()],
+                user: "999:999".into(),
+                ..ContainerConfig::default()
+            },
+        )
+        .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.create(
+        &PostParams::default(),
+        &pod(
+            "redis",
+            json!({}),
+            json!({
+                "containers": [{
+                    "name": "redis",
+                    "image": image,
+                    "args": ["--port", "6379", "--dir", "/data", "--save", ""],
+                    "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 1},
+                }],
+                "terminationGracePeriodSeconds": 0,
+            }),
+        )?,
+    )
+    .await?;
+    wait_ready(&pods, "redis", node).await?;
+    let set = kubectl_ok(
+        node,
+        &[
+            "exec",
+            "-n",
+            ns,
+            "redis",
+            "--",
+            "redis-cli",
+            "set",
+            "greeting",
+            "hello",
+        ],
+    )?;
+    assert_eq!(set.trim(), "OK");
+    let get = kubectl_ok(
+        node,
+        &[
+            "exec",
+            "-n",
+            ns,
+            "redis",
+            "--",
+            "redis-cli",
+            "get",
+            "greeting",
+        ],
+    )?;
+    assert_eq!(get.trim(), "hello");
     Ok(())
 }

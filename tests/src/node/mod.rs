@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 
 pub use bundle_tool::image::{ContainerConfig, RootfsEntry};
-pub use images::NodeImages;
+pub use images::{NodeImages, debian_version};
 pub use kubelet::{TAINT_KEY, TAINT_VALUE};
 
 use crate::process::ManagedProcess;
