@@ -170,27 +170,37 @@ pub async fn apply_crd(
 }
 
 /// Server-side applies objects given as JSON (any kind the apiserver serves; the resource is
-/// found by discovery), as `kubectl apply --server-side` does, with field manager `e2e`.
+/// found by discovery), as `kubectl apply --server-side` does, with field manager `e2e`. A
+/// namespaced object without a namespace goes to `default`.
 pub async fn apply_objects(
     client: &kube::Client,
     objects: &[serde_json::Value],
 ) -> anyhow::Result<()> {
+    use anyhow::Context;
     use kube::api::{Api, DynamicObject, Patch, PatchParams};
     use kube::core::GroupVersionKind;
+    use kube::discovery::{Discovery, Scope};
+    let discovery = Discovery::new(client.clone()).run().await?;
     for object in objects {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let api_version = object["apiVersion"]
+            .as_str()
+            .context("a manifest without apiVersion")?;
+        let kind = object["kind"].as_str().context("a manifest without kind")?;
+        let name = object["metadata"]["name"]
+            .as_str()
+            .context("a manifest without a name")?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
-            .await
-            .map_err(|e| anyhow::anyhow!("discovering {api_version} {kind}: {e}"))?;
-        let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
-            Some(namespace) if capabilities.scope == kube::discovery::Scope::Namespaced => {
-                Api::namespaced_with(client.clone(), namespace, &resource)
-            }
-            _ => Api::all_with(client.clone(), &resource),
+        let (resource, capabilities) = discovery
+            .resolve_gvk(&gvk)
+            .with_context(|| format!("the cluster does not serve {gvk:?}"))?;
+        let api: Api<DynamicObject> = match (
+            &capabilities.scope,
+            object["metadata"]["namespace"].as_str(),
+        ) {
+            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
+            (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &resource),
+            (Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
         };
         api.patch(
             name,
@@ -198,7 +208,7 @@ pub async fn apply_objects(
             &Patch::Apply(object),
         )
         .await
-        .map_err(|e| anyhow::anyhow!("applying {kind} {name}: {e}"))?;
+        .with_context(|| format!("apply {kind} {name}"))?;
     }
     Ok(())
 }

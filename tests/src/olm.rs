@@ -6,8 +6,6 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::discovery::{ApiResource, Discovery, Scope};
 
 use crate::assets::Assets;
 use crate::{ControlPlane, ManagedProcess};
@@ -115,45 +113,19 @@ spec:
 
 /// Server-side applies every document of a YAML stream (any kind the cluster serves).
 pub async fn apply_yaml(client: &kube::Client, text: &str) -> anyhow::Result<()> {
-    let discovery = Discovery::new(client.clone()).run().await?;
+    let mut objects = Vec::new();
     for document in text.split("\n---").filter(|d| !d.trim().is_empty()) {
-        let object: DynamicObject = serde_saphyr::from_str(document)
+        let object: serde_json::Value = serde_saphyr::from_str(document)
             .with_context(|| format!("parse a manifest:\n{document}"))?;
-        if object.types.is_none() && object.metadata.name.is_none() {
+        // A document of comments only, or an empty one.
+        if object.is_null()
+            || (object["apiVersion"].is_null() && object["metadata"]["name"].is_null())
+        {
             continue;
         }
-        let types = object
-            .types
-            .clone()
-            .context("a manifest without apiVersion/kind")?;
-        let (group, version) = types
-            .api_version
-            .split_once('/')
-            .unwrap_or(("", types.api_version.as_str()));
-        let gvk = kube::api::GroupVersionKind::gvk(group, version, &types.kind);
-        let (resource, capabilities) = discovery
-            .resolve_gvk(&gvk)
-            .with_context(|| format!("the cluster does not serve {gvk:?}"))?;
-        let api = dynamic_api(
-            client,
-            &resource,
-            &capabilities.scope,
-            object.metadata.namespace.as_deref(),
-        );
-        let name = object
-            .metadata
-            .name
-            .clone()
-            .context("a manifest without a name")?;
-        api.patch(
-            &name,
-            &PatchParams::apply("e2e").force(),
-            &Patch::Apply(&object),
-        )
-        .await
-        .with_context(|| format!("apply {} {name}", types.kind))?;
+        objects.push(object);
     }
-    Ok(())
+    crate::apply_objects(client, &objects).await
 }
 
 /// Reads a YAML file and applies it, replacing each `(from, to)` pair in its text first.
@@ -169,17 +141,4 @@ pub async fn apply_file(
         text = text.replace(from, to);
     }
     apply_yaml(client, &text).await
-}
-
-fn dynamic_api(
-    client: &kube::Client,
-    resource: &ApiResource,
-    scope: &Scope,
-    namespace: Option<&str>,
-) -> Api<DynamicObject> {
-    match (scope, namespace) {
-        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
-        (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), resource),
-        (Scope::Cluster, _) => Api::all_with(client.clone(), resource),
-    }
 }
