@@ -26,12 +26,44 @@ if [ "$(id -u)" != 0 ]; then
   }
 fi
 
+# remove_node_cgroups ID: rmdir a run's node cgroups leaf first. Their processes died with
+# that run's PID namespace; a cgroup that still has tasks refuses, which is reported.
+remove_node_cgroups() {
+  local root dir attempt
+  for root in /sys/fs/cgroup/*/; do
+    dir="${root}e2e-node-$1"
+    [ -d "$dir" ] || continue
+    for attempt in 1 2 3 4 5 6 7 8 9 10; do
+      find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+      [ -d "$dir" ] || break
+      sleep 0.2
+    done
+    [ -d "$dir" ] && echo "netns-runner: could not remove the cgroup $dir" >&2
+  done
+}
+
+# What an earlier runner left because it was killed itself (say, with cargo): its cgroups
+# and its folder, both named after its PID, once no process has that PID.
+for stale in /sys/fs/cgroup/pids/e2e-node-* "${TMPDIR:-/tmp}"/e2e-run-*; do
+  [ -e "$stale" ] || continue
+  case $stale in
+    /sys/fs/cgroup/*) id=${stale##*/e2e-node-} ;;
+    *) id=${stale##*/e2e-run-}; id=${id%%-*} ;;
+  esac
+  case $id in ''|*[!0-9]*) continue ;; esac
+  kill -0 "$id" 2>/dev/null && continue
+  case $stale in
+    /sys/fs/cgroup/*) remove_node_cgroups "$id" ;;
+    *) [ -e "$stale/kept" ] || rm -rf "$stale" ;;
+  esac
+done
+
 # The real node's cgroups are named after this id (tests/src/node/cgroups.rs reads it).
 export E2E_RUN_ID="$$"
 # Every temporary folder of the binary (control plane, registries, the node's containerd
 # store) goes in one folder, removed afterwards: the shared control plane lives in a static
 # that is never dropped, so its folders would otherwise stay.
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/e2e-run-XXXXXX")
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/e2e-run-$$-XXXXXX")
 export TMPDIR="$scratch"
 # kubelet sets these at start-up; they are not namespaced.
 sysctls="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
@@ -50,27 +82,17 @@ for path in $fixed_paths; do [ -e "$path" ] || absent="$absent $path"; done
 unshare --net --pid --fork --mount --propagation private --mount-proc -- sh -c "$inner" sh "$@"
 status=$?
 
-for path in $absent; do rmdir "$path" 2>/dev/null; done
-if [ -n "${E2E_KEEP_DIR:-}" ]; then
-  echo "netns-runner: E2E_KEEP_DIR is set; the test binary's folders are kept in $scratch" >&2
-else
-  rm -rf "$scratch"
-fi
-
 for pair in $saved; do
   key=${pair%=*}
   [ "$(sysctl -n "$key")" = "${pair#*=}" ] || sysctl -q -w "$pair" >/dev/null
 done
-# The PID namespace is gone, so no process is left in these cgroups; rmdir them leaf first
-# (a cgroup that still has tasks refuses, which is reported).
-for root in /sys/fs/cgroup/*/; do
-  dir="${root}e2e-node-$E2E_RUN_ID"
-  [ -d "$dir" ] || continue
-  for attempt in 1 2 3 4 5 6 7 8 9 10; do
-    find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
-    [ -d "$dir" ] || break
-    sleep 0.2
-  done
-  [ -d "$dir" ] && echo "netns-runner: could not remove the cgroup $dir" >&2
-done
+# The PID namespace is gone, and every process of the node with it.
+remove_node_cgroups "$E2E_RUN_ID"
+for path in $absent; do rmdir "$path" 2>/dev/null; done
+if [ -n "${E2E_KEEP_DIR:-}" ]; then
+  touch "$scratch/kept"
+  echo "netns-runner: E2E_KEEP_DIR is set; the test binary's folders are kept in $scratch" >&2
+else
+  rm -rf "$scratch"
+fi
 exit "$status"
