@@ -244,6 +244,18 @@ async fn a_pod_serves_http_through_its_service_name_and_stops_when_deleted() -> 
     let logs = kubectl_ok(node, &["logs", "-n", ns, "web"])?;
     assert!(logs.contains("web starting"), "kubectl logs: {logs}");
 
+    // The apiserver itself reaches the pod behind a Service (the path it takes to call an
+    // admission or conversion webhook): its service proxy dials the endpoint's pod IP.
+    let proxied = kubectl_ok(
+        node,
+        &[
+            "get",
+            "--raw",
+            &format!("/api/v1/namespaces/{ns}/services/web:http/proxy/index.html"),
+        ],
+    )?;
+    assert_eq!(proxied.trim(), format!("hello from {marker}"));
+
     // kubectl port-forward: apiserver -> kubelet -> containerd -> the pod's network namespace.
     let local_port = e2e::free_port()?;
     let kubectl = e2e::assets::Assets::locate()?.kubernetes("kubectl")?;
