@@ -658,3 +658,151 @@ async fn redis_from_debian_runs_in_an_image_of_its_binary_and_libraries() -> any
     assert_eq!(get.trim(), "hello");
     Ok(())
 }
+
+/// The operator's own manifests (`redis-operator manifests`), image swapped for one built from
+/// this build's binary: the operator runs as a pod under its ServiceAccount and generated
+/// RBAC, passes its real probes, and the apiserver converts a v1alpha1 object through the
+/// operator's webhook Service (a pod IP behind kube-proxy's Service, the self-signed CA the
+/// operator wrote into the CRD).
+#[tokio::test]
+async fn the_redis_operator_runs_as_a_pod_and_converts_through_its_service() -> anyhow::Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::DynamicObject;
+    let plane = ControlPlane::shared().await?;
+    let node = plane.real_node().await?;
+    let client = plane.client().await?;
+    let ns = "redis-operator-system";
+    node.namespace(&client, ns).await?;
+
+    let binary = e2e::bundle_tool_binary()
+        .parent()
+        .expect("the target folder")
+        .join("redis-operator");
+    anyhow::ensure!(
+        binary.is_file(),
+        "{} is missing: run `cargo build -p redis-operator` (the README test command does)",
+        binary.display()
+    );
+    let image = node
+        .push_programs(
+            "e2e/redis-operator:dev",
+            &[binary.as_path()],
+            Vec::new(),
+            &ContainerConfig {
+                entrypoint: vec!["/usr/bin/redis-operator".into()],
+                user: "65532:65532".into(),
+                ..ContainerConfig::default()
+            },
+        )
+        .await?;
+    let manifests = std::process::Command::new(&binary)
+        .arg("manifests")
+        .output()?;
+    anyhow::ensure!(
+        manifests.status.success(),
+        "redis-operator manifests failed"
+    );
+    let text = String::from_utf8(manifests.stdout)?;
+    anyhow::ensure!(
+        text.contains("image: quay.io/example/redis-operator:0.1.0"),
+        "the manifests name no operator image to swap"
+    );
+    let text = text.replace(
+        "image: quay.io/example/redis-operator:0.1.0",
+        &format!("image: {image}"),
+    );
+    e2e::olm::apply_yaml(&client, &text).await?;
+
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    e2e::eventually(
+        Duration::from_secs(120),
+        "the operator Deployment available",
+        || async {
+            node.check_running()?;
+            let available = deployments
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .any(|d| {
+                    d.status
+                        .as_ref()
+                        .and_then(|s| s.available_replicas)
+                        .unwrap_or(0)
+                        >= 1
+                });
+            Ok(available.then_some(()))
+        },
+    )
+    .await?;
+
+    // A v1alpha1 object: stored as v1, so the apiserver calls the webhook in the pod.
+    let resource = kube::api::ApiResource {
+        group: "cache.example.com".into(),
+        version: "v1alpha1".into(),
+        api_version: "cache.example.com/v1alpha1".into(),
+        kind: "RedisCluster".into(),
+        plural: "redisclusters".into(),
+    };
+    let clusters: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let v1 = kube::api::ApiResource {
+        version: "v1".into(),
+        api_version: "cache.example.com/v1".into(),
+        ..resource.clone()
+    };
+    let clusters_v1: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &v1);
+    let sample: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "RedisCluster",
+        "metadata": {"name": "converted"},
+        "spec": {"replicas": 1, "version": "7.2"},
+    }))?;
+    e2e::eventually(
+        Duration::from_secs(60),
+        "a v1alpha1 RedisCluster accepted",
+        || async { Ok(clusters.create(&PostParams::default(), &sample).await.ok()) },
+    )
+    .await?;
+    let reconciled = e2e::eventually(
+        Duration::from_secs(60),
+        "conditions from the operator pod",
+        || async {
+            let cluster = clusters_v1.get("converted").await?;
+            let reconciled = cluster.data["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty());
+            Ok(reconciled.then_some(cluster))
+        },
+    )
+    .await
+    .map_err(|e| {
+        let logs = node
+            .kubectl(&["logs", "-n", ns, "deployment/redis-operator", "--tail=30"])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        anyhow::anyhow!("{e:#}; the operator's log:\n{logs}")
+    })?;
+    // Stored as v1 (the conversion's result), read back through v1alpha1 (a second one).
+    assert_eq!(
+        reconciled.data["spec"]["redisVersion"], "7.2",
+        "{:?}",
+        reconciled.data
+    );
+    let back = clusters.get("converted").await?;
+    assert_eq!(back.data["spec"]["version"], "7.2");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let operator_pods = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=redis-operator"))
+        .await?
+        .items;
+    anyhow::ensure!(
+        !operator_pods.is_empty(),
+        "no operator pod found by its label"
+    );
+    assert!(
+        operator_pods
+            .iter()
+            .all(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)),
+        "the operator pod runs on the real node"
+    );
+    Ok(())
+}
