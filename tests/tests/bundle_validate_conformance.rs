@@ -198,6 +198,21 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             "unsupported media type registry+v1",
         ),
         (
+            "an alias bomb",
+            |m| {
+                // Nine levels of ten aliases each: 10^9 strings once expanded.
+                let mut text = String::from(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\ndata:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+                );
+                for level in 1..10 {
+                    let list = vec![format!("*a{}", level - 1); 10].join(", ");
+                    text.push_str(&format!("  a{level}: &a{level} [{list}]\n"));
+                }
+                std::fs::write(m.join("lol_v1_configmap.yaml"), text).unwrap()
+            },
+            "document too large once its YAML aliases are expanded",
+        ),
+        (
             "service account clash",
             |m| {
                 std::fs::write(
@@ -244,6 +259,64 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             "{name}: {expected:?} not in our output:\n{text}"
         );
     }
+}
+
+/// The Redis bundle with its CRD written with YAML anchors and many aliases to them (200
+/// aliases to two anchors, as generated CRDs sometimes are): both tools read it and give the
+/// same verdict, errors and warnings as for the plain bundle.
+#[test]
+fn a_crd_with_many_aliases_to_few_anchors_is_read_like_operator_sdk() {
+    let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    e2e::copy_dir(&e2e::corpus::redis_bundle(), &bundle).unwrap();
+    let path = bundle
+        .join("manifests")
+        .join("cache.example.com_redisclusters.yaml");
+    let mut crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let schema = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["properties"];
+    // Named to come before the aliases in sorted and in insertion order alike.
+    schema["anchoredQuantity"] = "ANCHOR_QUANTITY".into();
+    schema["anchoredLabels"] = "ANCHOR_LABELS".into();
+    for i in 0..100 {
+        schema[format!("extraQuantity{i}")] = "ALIAS_QUANTITY".into();
+        schema[format!("extraLabels{i}")] = "ALIAS_LABELS".into();
+    }
+    // JSON is YAML; put the anchors and aliases in where the placeholders are.
+    let text = serde_json::to_string_pretty(&crd)
+        .unwrap()
+        .replace(
+            "\"ANCHOR_QUANTITY\"",
+            "&quantity {\"type\": \"string\", \"pattern\": \"^[0-9]+(Mi|Gi)$\"}",
+        )
+        .replace(
+            "\"ANCHOR_LABELS\"",
+            "&labels {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}}",
+        )
+        .replace("\"ALIAS_QUANTITY\"", "*quantity ")
+        .replace("\"ALIAS_LABELS\"", "*labels ");
+    assert_eq!(text.matches("*quantity").count(), 100);
+    std::fs::write(&path, text).unwrap();
+    let suite = ["--select-optional", "suite=operatorframework"];
+    let theirs = Command::new(&sdk)
+        .args(["bundle", "validate", "-o", "json-alpha1"])
+        .args(suite)
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let ours = Command::new(e2e::bundle_tool_binary())
+        .args(["validate", "-o", "json"])
+        .args(suite)
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let (their_pass, their_errors, their_warnings) = verdict(&theirs, "operator-sdk", &bundle);
+    let (our_pass, our_errors, our_warnings) = verdict(&ours, "bundle-tool", &bundle);
+    assert!(their_pass, "operator-sdk refused it: {their_errors:#?}");
+    assert!(our_pass, "we refused it: {our_errors:#?}");
+    assert_eq!(our_errors, their_errors);
+    assert_eq!(our_warnings, expected_warnings(&their_warnings));
 }
 
 fn edit_crd(manifests: &Path, edit: impl FnOnce(&mut Value)) {
@@ -413,6 +486,38 @@ fn broken_crds_and_csv_types_get_operator_sdks_errors() {
                 )
             },
             "Go struct field InstallMode.spec.installModes.supported of type bool",
+        ),
+        (
+            "objects that carry metadata.namespace (namespaced and cluster-scoped kinds)",
+            |m| {
+                std::fs::write(
+                    m.join("extra_v1_serviceaccount.yaml"),
+                    "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: extra\n  namespace: redis-operator-system\n",
+                )
+                .unwrap();
+                std::fs::write(
+                    m.join("settings_v1_configmap.yaml"),
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n  labels: {app: redis}\ndata:\n  maxmemory: 100mb\n  ratio: \"0.5\"\nbinaryData: {}\n",
+                )
+                .unwrap();
+                std::fs::write(
+                    m.join("reader_rbac.authorization.k8s.io_v1_clusterrole.yaml"),
+                    "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader, namespace: default, generation: 3}\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, list]\n",
+                )
+                .unwrap();
+            },
+            "metadata.namespace: Forbidden: not allowed on this type",
+        ),
+        (
+            "an object without a name, with a bad label and a negative generation",
+            |m| {
+                std::fs::write(
+                    m.join("nameless_v1_service.yaml"),
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  labels: {\"bad key\": x}\n  generation: -2\nspec:\n  ports:\n  - port: 6379\n    targetPort: 6379\n",
+                )
+                .unwrap();
+            },
+            "metadata.name: Required value: name or generateName is required",
         ),
         (
             "non-semver version",
