@@ -40,6 +40,19 @@ pub fn bundles() -> Vec<(String, String, PathBuf)> {
     out
 }
 
+/// The second corpus, committed in `tests/corpus-extra/` (its SOURCE.md says from where):
+/// every bundle folder `<top>/<package>/<version>/`, sorted.
+pub fn extra_bundles() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus-extra/bundles");
+    let mut out = Vec::new();
+    for top in sorted_dirs(&root) {
+        for package in sorted_dirs(&top) {
+            out.extend(sorted_dirs(&package));
+        }
+    }
+    out
+}
+
 /// The folder holding the corpus bundles (`<package>/<version>/`).
 pub fn bundles_root() -> PathBuf {
     shared().join("bundles")

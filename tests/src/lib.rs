@@ -90,20 +90,84 @@ pub fn free_port() -> anyhow::Result<u16> {
 }
 
 /// The `bundle-tool` binary of this build (beside the test binaries' folder), for tests that
-/// run it as users do. The README test command builds it first.
+/// run it as users do. The README test command builds it first. A binary older than any of
+/// bundle-tool's sources is refused: `cargo test` does not rebuild it, and an old binary
+/// would test old code.
 pub fn bundle_tool_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("the target folder")
-        .join("bundle-tool");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build -p bundle-tool` (the README test command does)",
-        path.display()
-    );
-    path
+    static CHECKED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("the test binary's path");
+            let path = exe
+                .parent()
+                .and_then(|d| d.parent())
+                .expect("the target folder")
+                .join("bundle-tool");
+            // The inputs of the binary only: bundle-tool's own tests and fixtures are not, and
+            // `cargo build` does not relink the binary when they change.
+            let package = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle-tool");
+            for sources in ["src", "proto", "build.rs"] {
+                if let Err(why) = check_built_after(&path, &package.join(sources)) {
+                    panic!(
+                        "{why}: run `cargo build -p bundle-tool` (the README test command does)"
+                    );
+                }
+            }
+            path
+        })
+        .clone()
+}
+
+/// Fails unless `binary` exists and is newer than `sources` (a file, or every file below a
+/// folder, outside `target/` folders).
+fn check_built_after(binary: &std::path::Path, sources: &std::path::Path) -> Result<(), String> {
+    let built = std::fs::metadata(binary)
+        .and_then(|m| m.modified())
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    if sources.is_file() {
+        let modified = std::fs::metadata(sources)
+            .and_then(|m| m.modified())
+            .map_err(|e| format!("{}: {e}", sources.display()))?;
+        if modified > built {
+            return Err(format!(
+                "{} is older than {}",
+                binary.display(),
+                sources.display()
+            ));
+        }
+        return Ok(());
+    }
+    let mut stack = vec![sources.to_path_buf()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if entry.file_name() != "target" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            files += 1;
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if modified > built {
+                return Err(format!(
+                    "{} is older than {}",
+                    binary.display(),
+                    path.display()
+                ));
+            }
+        }
+    }
+    if files == 0 {
+        return Err(format!("no source files below {}", sources.display()));
+    }
+    Ok(())
 }
 
 /// Copies a folder tree.
@@ -255,4 +319,34 @@ pub async fn wait_for_default_service_account(
         },
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_built_after;
+
+    #[test]
+    fn a_binary_older_than_a_source_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = dir.path().join("src");
+        std::fs::create_dir_all(sources.join("nested")).unwrap();
+        let binary = dir.path().join("bin");
+        std::fs::write(&binary, "").unwrap();
+        assert!(check_built_after(&binary, &sources).is_err(), "no sources");
+        let source = sources.join("nested/a.rs");
+        std::fs::write(&source, "").unwrap();
+        let file = std::fs::File::options().write(true).open(&source).unwrap();
+        let later = std::fs::metadata(&binary).unwrap().modified().unwrap()
+            + std::time::Duration::from_secs(5);
+        file.set_modified(later).unwrap();
+        let err = check_built_after(&binary, &sources).unwrap_err();
+        assert!(err.contains("nested/a.rs"), "{err}");
+        let bin = std::fs::File::options().write(true).open(&binary).unwrap();
+        bin.set_modified(later + std::time::Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(check_built_after(&binary, &sources), Ok(()));
+        assert_eq!(check_built_after(&binary, &source), Ok(()));
+        assert!(check_built_after(&dir.path().join("missing"), &sources).is_err());
+        assert!(check_built_after(&binary, &dir.path().join("missing")).is_err());
+    }
 }

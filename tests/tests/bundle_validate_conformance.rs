@@ -5,7 +5,7 @@
 //! that docs/conformance.md explains.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use e2e::assets::Assets;
@@ -36,15 +36,35 @@ fn expected_warnings(theirs: &BTreeSet<String>) -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
+/// How operator-sdk's bundle format check (operator-registry's `ValidateBundleFormat`, on
+/// `metadata/annotations.yaml`) starts its errors. Not implemented here (docs/conformance.md).
+const FORMAT_CHECK: &str = "error validating format in ";
+
+/// The bundles on which that check finds an error (an empty default-channel annotation);
+/// their other errors must still agree, and a bundle not listed here must not hit it.
+const NOT_IMPLEMENTED_FORMAT_CHECK: &[&str] =
+    &["corpus-extra/bundles/community-operators/reportportal-operator/0.0.5"];
+
+/// How a set of bundles compared with operator-sdk.
+#[derive(Default)]
+struct Agreement {
+    /// Bundles where operator-sdk's format check, which we do not implement, adds an error.
+    format_check: Vec<String>,
+    bundles: usize,
+    invalid: usize,
+    /// Bundles operator-sdk could not load at all (one fatal line, no report).
+    unloadable: usize,
+    same_warnings: usize,
+    /// Bundles whose warnings differ only by the documented RBAC removed-API rule.
+    explained: Vec<String>,
+}
+
+/// Runs both tools on every bundle and fails on the first bundle where the verdict or the set
+/// of error messages differs, or where the warnings differ beyond the documented difference.
+fn compare_with_operator_sdk(bundles: &[PathBuf]) -> Agreement {
     let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
-    let mut bundles = vec![e2e::corpus::redis_bundle()];
-    bundles.extend(e2e::corpus::bundles().into_iter().map(|(_, _, dir)| dir));
-    assert!(bundles.len() >= 267);
-    let (mut agree, mut invalid, mut same_warnings) = (0, 0, 0);
-    let mut explained = Vec::new();
-    for dir in &bundles {
+    let mut agreement = Agreement::default();
+    for dir in bundles {
         let theirs = Command::new(&sdk)
             .args([
                 "bundle",
@@ -68,25 +88,69 @@ fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
             .arg(dir)
             .output()
             .unwrap();
-        let (their_pass, their_errors, their_warnings) = verdict(&theirs, "operator-sdk", dir);
         let (our_pass, our_errors, our_warnings) = verdict(&ours, "bundle-tool", dir);
-        assert_eq!(theirs.status.success(), their_pass);
         assert_eq!(
             ours.status.success(),
             our_pass,
             "exit code and verdict disagree on {}",
             dir.display()
         );
+        agreement.bundles += 1;
+        if theirs.stdout.is_empty() {
+            // operator-sdk could not load the bundle: one fatal line on stderr, which must
+            // carry our one error (logrus quotes the message, escaping its quotes).
+            let fatal = String::from_utf8_lossy(&theirs.stderr).replace("\\\"", "\"");
+            assert!(!theirs.status.success(), "{}: {fatal}", dir.display());
+            assert!(!our_pass, "{}: operator-sdk failed: {fatal}", dir.display());
+            assert_eq!(our_errors.len(), 1, "{}: {our_errors:#?}", dir.display());
+            let ours = our_errors.first().unwrap();
+            let detail = ours.strip_prefix("Error: ").unwrap_or(ours);
+            let detail = detail.rsplit_once(" (line ").map_or(detail, |(d, _)| d);
+            assert!(
+                fatal.contains(detail),
+                "{}: {detail:?} not in {fatal}",
+                dir.display()
+            );
+            agreement.invalid += 1;
+            agreement.unloadable += 1;
+            continue;
+        }
+        let (their_pass, their_errors, their_warnings) = verdict(&theirs, "operator-sdk", dir);
+        assert_eq!(theirs.status.success(), their_pass);
+        // Where upstream prints a pointer or a Go dump of internal structs as the value, the
+        // documented normalisation (docs/conformance.md) is applied to both sides.
+        let mut their_errors: BTreeSet<String> =
+            their_errors.iter().map(|m| comparable(m)).collect();
+        let our_errors: BTreeSet<String> = our_errors.iter().map(|m| comparable(m)).collect();
+        let format_errors: Vec<String> = their_errors
+            .iter()
+            .filter(|m| m.starts_with(FORMAT_CHECK))
+            .cloned()
+            .collect();
+        let known = NOT_IMPLEMENTED_FORMAT_CHECK
+            .iter()
+            .any(|suffix| dir.ends_with(suffix));
+        if known {
+            assert!(
+                !format_errors.is_empty(),
+                "{}: operator-sdk no longer reports a bundle format error; update \
+                 NOT_IMPLEMENTED_FORMAT_CHECK",
+                dir.display()
+            );
+            for message in &format_errors {
+                their_errors.remove(message);
+            }
+            agreement.format_check.push(dir.display().to_string());
+        }
         assert_eq!(
             (our_pass, &our_errors),
             (their_pass, &their_errors),
             "{}: operator-sdk and bundle-tool disagree",
             dir.display()
         );
-        agree += 1;
-        invalid += usize::from(!their_pass);
+        agreement.invalid += usize::from(!their_pass);
         if our_warnings == their_warnings {
-            same_warnings += 1;
+            agreement.same_warnings += 1;
         } else {
             assert_eq!(
                 our_warnings,
@@ -94,19 +158,54 @@ fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
                 "{}: warnings differ from operator-sdk's beyond the documented difference",
                 dir.display()
             );
-            explained.push(dir.display().to_string());
+            agreement.explained.push(dir.display().to_string());
         }
     }
-    eprintln!("{agree} bundles: same verdict and errors as operator-sdk ({invalid} invalid)");
+    let Agreement {
+        format_check,
+        bundles,
+        invalid,
+        unloadable,
+        same_warnings,
+        explained,
+    } = &agreement;
     eprintln!(
-        "warnings: the same set on {same_warnings}/{agree} bundles ({:.1} %); {} differ only by \
+        "{bundles} bundles: same verdict as operator-sdk on all, same errors on {} ({invalid} \
+         invalid, of which {unloadable} operator-sdk cannot load); operator-sdk's format check \
+         (not implemented) adds an error on {}: {format_check:?}",
+        bundles - format_check.len(),
+        format_check.len()
+    );
+    eprintln!(
+        "warnings: the same set on {same_warnings}/{bundles} bundles ({:.1} %); {} differ only by \
          the RBAC removed-API rule of operator-framework/api v0.45.0:",
-        100.0 * same_warnings as f64 / agree as f64,
+        100.0 * *same_warnings as f64 / *bundles as f64,
         explained.len()
     );
-    for dir in &explained {
+    for dir in explained {
         eprintln!("  {dir}");
     }
+    agreement
+}
+
+#[test]
+fn corpus_bundles_get_operator_sdks_verdict_and_errors() {
+    let mut bundles = vec![e2e::corpus::redis_bundle()];
+    bundles.extend(e2e::corpus::bundles().into_iter().map(|(_, _, dir)| dir));
+    assert!(bundles.len() >= 267);
+    compare_with_operator_sdk(&bundles);
+}
+
+/// The second corpus (tests/corpus-extra: 324 bundles of operator-framework/community-operators).
+#[test]
+fn second_corpus_bundles_get_operator_sdks_verdict_and_errors() {
+    let bundles = e2e::corpus::extra_bundles();
+    assert_eq!(
+        bundles.len(),
+        324,
+        "tests/corpus-extra/SOURCE.md lists 324 bundles"
+    );
+    compare_with_operator_sdk(&bundles);
 }
 
 /// Broken copies of the Redis bundle: each is rejected by both tools, and ours says why in a
@@ -198,6 +297,21 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             "unsupported media type registry+v1",
         ),
         (
+            "an alias bomb",
+            |m| {
+                // Nine levels of ten aliases each: 10^9 strings once expanded.
+                let mut text = String::from(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\ndata:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+                );
+                for level in 1..10 {
+                    let list = vec![format!("*a{}", level - 1); 10].join(", ");
+                    text.push_str(&format!("  a{level}: &a{level} [{list}]\n"));
+                }
+                std::fs::write(m.join("lol_v1_configmap.yaml"), text).unwrap()
+            },
+            "document too large once its YAML aliases are expanded",
+        ),
+        (
             "service account clash",
             |m| {
                 std::fs::write(
@@ -244,6 +358,64 @@ fn broken_bundles_are_rejected_with_a_clear_error() {
             "{name}: {expected:?} not in our output:\n{text}"
         );
     }
+}
+
+/// The Redis bundle with its CRD written with YAML anchors and many aliases to them (200
+/// aliases to two anchors, as generated CRDs sometimes are): both tools read it and give the
+/// same verdict, errors and warnings as for the plain bundle.
+#[test]
+fn a_crd_with_many_aliases_to_few_anchors_is_read_like_operator_sdk() {
+    let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    e2e::copy_dir(&e2e::corpus::redis_bundle(), &bundle).unwrap();
+    let path = bundle
+        .join("manifests")
+        .join("cache.example.com_redisclusters.yaml");
+    let mut crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let schema = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["properties"];
+    // Named to come before the aliases in sorted and in insertion order alike.
+    schema["anchoredQuantity"] = "ANCHOR_QUANTITY".into();
+    schema["anchoredLabels"] = "ANCHOR_LABELS".into();
+    for i in 0..100 {
+        schema[format!("extraQuantity{i}")] = "ALIAS_QUANTITY".into();
+        schema[format!("extraLabels{i}")] = "ALIAS_LABELS".into();
+    }
+    // JSON is YAML; put the anchors and aliases in where the placeholders are.
+    let text = serde_json::to_string_pretty(&crd)
+        .unwrap()
+        .replace(
+            "\"ANCHOR_QUANTITY\"",
+            "&quantity {\"type\": \"string\", \"pattern\": \"^[0-9]+(Mi|Gi)$\"}",
+        )
+        .replace(
+            "\"ANCHOR_LABELS\"",
+            "&labels {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}}",
+        )
+        .replace("\"ALIAS_QUANTITY\"", "*quantity ")
+        .replace("\"ALIAS_LABELS\"", "*labels ");
+    assert_eq!(text.matches("*quantity").count(), 100);
+    std::fs::write(&path, text).unwrap();
+    let suite = ["--select-optional", "suite=operatorframework"];
+    let theirs = Command::new(&sdk)
+        .args(["bundle", "validate", "-o", "json-alpha1"])
+        .args(suite)
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let ours = Command::new(e2e::bundle_tool_binary())
+        .args(["validate", "-o", "json"])
+        .args(suite)
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let (their_pass, their_errors, their_warnings) = verdict(&theirs, "operator-sdk", &bundle);
+    let (our_pass, our_errors, our_warnings) = verdict(&ours, "bundle-tool", &bundle);
+    assert!(their_pass, "operator-sdk refused it: {their_errors:#?}");
+    assert!(our_pass, "we refused it: {our_errors:#?}");
+    assert_eq!(our_errors, their_errors);
+    assert_eq!(our_warnings, expected_warnings(&their_warnings));
 }
 
 fn edit_crd(manifests: &Path, edit: impl FnOnce(&mut Value)) {
@@ -413,6 +585,38 @@ fn broken_crds_and_csv_types_get_operator_sdks_errors() {
                 )
             },
             "Go struct field InstallMode.spec.installModes.supported of type bool",
+        ),
+        (
+            "objects that carry metadata.namespace (namespaced and cluster-scoped kinds)",
+            |m| {
+                std::fs::write(
+                    m.join("extra_v1_serviceaccount.yaml"),
+                    "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: extra\n  namespace: redis-operator-system\n",
+                )
+                .unwrap();
+                std::fs::write(
+                    m.join("settings_v1_configmap.yaml"),
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n  labels: {app: redis}\ndata:\n  maxmemory: 100mb\n  ratio: \"0.5\"\nbinaryData: {}\n",
+                )
+                .unwrap();
+                std::fs::write(
+                    m.join("reader_rbac.authorization.k8s.io_v1_clusterrole.yaml"),
+                    "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader, namespace: default, generation: 3}\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, list]\n",
+                )
+                .unwrap();
+            },
+            "metadata.namespace: Forbidden: not allowed on this type",
+        ),
+        (
+            "an object without a name, with a bad label and a negative generation",
+            |m| {
+                std::fs::write(
+                    m.join("nameless_v1_service.yaml"),
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  labels: {\"bad key\": x}\n  generation: -2\nspec:\n  ports:\n  - port: 6379\n    targetPort: 6379\n",
+                )
+                .unwrap();
+            },
+            "metadata.name: Required value: name or generateName is required",
         ),
         (
             "non-semver version",

@@ -1,7 +1,7 @@
 //! `bundle-tool catalog validate` and `render` against `opm` v1.73.0, side by side, on every
 //! catalog of the shared corpus and on broken variants of them made here: the same verdict,
 //! the same check named (same message, or the same set of problems in opm's tree), and
-//! JSON-equal render output.
+//! byte-identical render output for the catalogs (JSON-equal for bundle folders).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -113,7 +113,48 @@ fn corpus_catalogs_validate_and_render_like_opm() {
             "render differs on {}",
             dir.display()
         );
+        // docs/conformance.md: byte-identical, not only JSON-equal.
+        assert!(
+            theirs.stdout == ours.stdout,
+            "render of {} is JSON-equal to opm's but not byte-identical",
+            dir.display()
+        );
     }
+}
+
+/// All corpus catalogs merged into one folder: `catalog render -o json` gives opm's bytes.
+#[test]
+fn merged_corpus_renders_byte_identical_to_opm() {
+    let opm = Assets::locate().unwrap().opm().unwrap();
+    let merged = tempfile::tempdir().unwrap();
+    assert!(e2e::corpus::merge_catalogs(merged.path()) > 0);
+    let theirs = Command::new(&opm)
+        .args(["render", "-o", "json"])
+        .arg(merged.path())
+        .output()
+        .unwrap();
+    let ours = Command::new(e2e::bundle_tool_binary())
+        .args(["catalog", "render", "-o", "json"])
+        .arg(merged.path())
+        .output()
+        .unwrap();
+    assert!(theirs.status.success() && ours.status.success());
+    assert!(!theirs.stdout.is_empty());
+    assert!(
+        theirs.stdout == ours.stdout,
+        "merged corpus: {} bytes from opm, {} from us, first difference at byte {:?}",
+        theirs.stdout.len(),
+        ours.stdout.len(),
+        theirs
+            .stdout
+            .iter()
+            .zip(&ours.stdout)
+            .position(|(a, b)| a != b)
+    );
+    eprintln!(
+        "merged corpus: {} bytes, byte-identical to opm render",
+        ours.stdout.len()
+    );
 }
 
 /// One way to break a catalog; `None` when it does not apply to this one.

@@ -229,6 +229,17 @@ fn split_documents(text: &str) -> Vec<(u64, String)> {
 
 type ParseFailure = (u64, Option<u64>, String);
 
+/// The most nodes (mappings, sequences, scalars) one document may have, aliases expanded
+/// (serde-saphyr's default is 250,000). go-yaml starts refusing heavily aliased documents at
+/// 400,000 decoded nodes; a million is tens of megabytes of YAML written out, while a
+/// registry+v1 bundle is at most 1 MiB compressed. serde-saphyr's limit of a million parser
+/// events, which also counts expanded aliases, is kept. A billion-laughs document reaches
+/// these limits within a second.
+const MAX_NODES: usize = 1_000_000;
+
+/// The most parser events one document may replay from aliases.
+const MAX_REPLAYED_ALIAS_EVENTS: usize = 1_000_000;
+
 fn parse_document(chunk: &str) -> Result<serde_json::Value, ParseFailure> {
     let trimmed = chunk.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -240,15 +251,43 @@ fn parse_document(chunk: &str) -> Result<serde_json::Value, ParseFailure> {
     }
     // Read like the Go YAML readers of kubectl, opm and OLM (sigs.k8s.io/yaml, non-strict):
     // 0755 is octal, and a repeated key keeps its last value.
+    //
+    // Aliases: serde-saphyr's default budget refuses a document with more than ten aliases
+    // per anchor (once it has 100 aliases), which real files written with a few anchors
+    // reused many times trip while go-yaml reads them. What makes an alias bomb dangerous is
+    // the size it expands to, so that is what is bounded, while expanding: at most
+    // `MAX_NODES` nodes (aliases expanded) and `MAX_REPLAYED_ALIAS_EVENTS` events replayed
+    // from aliases per document.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.enforce_alias_anchor_ratio = false;
+    budget.max_nodes = MAX_NODES;
     let options = serde_saphyr::options! {
         legacy_octal_numbers: true,
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+        budget: Some(budget),
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: MAX_REPLAYED_ALIAS_EVENTS,
+        },
     };
     serde_saphyr::from_str_with_options::<serde_json::Value>(chunk, options).map_err(|e| {
         let location = e.location();
         let line = location.as_ref().map(|l| l.line()).unwrap_or(1);
         let column = location.as_ref().map(|l| l.column());
-        (line, column, first_line_of(&e.to_string()))
+        let mut message = first_line_of(&e.to_string());
+        let mut inner = &e;
+        while let serde_saphyr::Error::WithSnippet { error, .. }
+        | serde_saphyr::Error::AliasError { error, .. } = inner
+        {
+            inner = error;
+        }
+        if matches!(
+            inner,
+            serde_saphyr::Error::Budget { .. }
+                | serde_saphyr::Error::AliasReplayLimitExceeded { .. }
+        ) {
+            message = format!("document too large once its YAML aliases are expanded: {message}");
+        }
+        (line, column, message)
     })
 }
 
@@ -311,6 +350,59 @@ mod tests {
                     location.line >= 5,
                     "line {} should be in the second document",
                     location.line
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A mapping with one anchored schema and `aliases` uses of it, as generated CRDs
+    /// sometimes are: many aliases to few anchors.
+    fn aliased_schema(aliases: usize) -> String {
+        let mut text = String::from(
+            "kind: CustomResourceDefinition\nschema:\n  base: &quantity\n    type: string\n    pattern: '^[0-9]+$'\n  properties:\n",
+        );
+        for i in 0..aliases {
+            text.push_str(&format!("    field{i}: *quantity\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn many_aliases_to_one_anchor_are_read_like_go_yaml() {
+        // 150 aliases of one anchor: serde-saphyr's default alias/anchor ratio refuses this.
+        let docs = read(&aliased_schema(150)).unwrap();
+        let properties = docs[0].value["schema"]["properties"].as_object().unwrap();
+        assert_eq!(properties.len(), 150);
+        assert_eq!(
+            properties["field149"],
+            serde_json::json!({"type": "string", "pattern": "^[0-9]+$"})
+        );
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_with_its_line() {
+        // Nine levels of ten aliases each: 10^9 strings once expanded.
+        let mut text = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..10 {
+            let previous = format!("*a{}", level - 1);
+            let list = [previous.as_str(); 10].join(", ");
+            text.push_str(&format!("a{level}: &a{level} [{list}]\n"));
+        }
+        let started = std::time::Instant::now();
+        let err = read(&format!("kind: ConfigMap\n{text}")).unwrap_err();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
+        match err {
+            ManifestError::Parse { location, message } => {
+                assert_eq!(location.path, Path::new("in.yaml"));
+                assert!(location.line > 1, "line {}", location.line);
+                assert!(
+                    message.starts_with("document too large once its YAML aliases are expanded"),
+                    "{message}"
                 );
             }
             other => panic!("unexpected {other:?}"),

@@ -234,10 +234,14 @@ pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
         }
     }
 
-    // Kinds a registry+v1 bundle cannot carry.
+    // Kinds a registry+v1 bundle cannot carry; the others get the metadata check.
     for (file, object) in &bundle.others {
         let kind = text(object, "/kind");
-        if !crate::bundle::generate::SUPPORTED_KINDS.contains(&kind) {
+        if crate::bundle::generate::SUPPORTED_KINDS.contains(&kind) {
+            if let Some(finding) = super::objects::finding(object) {
+                add(finding.in_file(file.display().to_string()));
+            }
+        } else {
             let api_version = text(object, "/apiVersion");
             let group_version = if api_version.contains('/') {
                 api_version.to_string()

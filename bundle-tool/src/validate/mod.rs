@@ -14,6 +14,7 @@ mod examples;
 mod finding;
 mod good_practices;
 mod load;
+mod objects;
 mod operatorhub;
 mod optional;
 mod typed;

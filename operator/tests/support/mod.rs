@@ -144,15 +144,13 @@ impl Operator {
         })
     }
 
-    /// A metric's value from `/metrics` (0 when absent).
+    /// A metric's value from `/metrics`; an error when the metric is missing or not a number
+    /// (the operator exports every metric from the start, at 0), so that a check on its value
+    /// cannot pass because the metric vanished.
     pub async fn metric(&self, name: &str) -> anyhow::Result<f64> {
-        let (_, body) = e2e::http_get(self.metrics_port, "/metrics").await?;
-        Ok(body
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0))
+        let (status, body) = e2e::http_get(self.metrics_port, "/metrics").await?;
+        anyhow::ensure!(status == 200, "/metrics answered {status}: {body}");
+        parse_metric(&body, name)
     }
 
     /// Fails with the operator's log if it is no longer running.
@@ -180,4 +178,34 @@ pub async fn wait_for_ca_bundle(client: &kube::Client) -> anyhow::Result<()> {
         },
     )
     .await
+}
+
+/// The value of the sample `name` (no labels) in a Prometheus text exposition.
+pub fn parse_metric(body: &str, name: &str) -> anyhow::Result<f64> {
+    let value = body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .ok_or_else(|| anyhow::anyhow!("metric {name} is not in /metrics:\n{body}"))?;
+    value
+        .trim()
+        .parse()
+        .map_err(|e| anyhow::anyhow!("metric {name} has the value {value:?}: {e}"))
+}
+
+#[test]
+fn a_missing_metric_is_an_error_not_zero() {
+    let body = "# TYPE redis_operator_reconciles_total counter\nredis_operator_reconciles_total 3\nredis_operator_api_writes_total_x 1\n";
+    assert_eq!(
+        parse_metric(body, "redis_operator_reconciles_total").unwrap(),
+        3.0
+    );
+    assert!(parse_metric(body, "redis_operator_api_writes_total").is_err());
+    assert!(
+        parse_metric(
+            "redis_operator_api_writes_total NaN?\n",
+            "redis_operator_api_writes_total"
+        )
+        .is_err()
+    );
 }

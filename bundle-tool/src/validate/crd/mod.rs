@@ -9,8 +9,8 @@
 
 mod columns;
 mod conversion;
-mod object_meta;
-mod rules;
+pub(super) mod object_meta;
+pub(super) mod rules;
 mod view;
 
 use std::collections::BTreeSet;
