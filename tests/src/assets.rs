@@ -149,3 +149,27 @@ fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     Ok(files)
 }
+
+/// The version of `module` that the Go toolchain compiled into `binary`, from the build
+/// information every Go binary carries (`go version -m` prints it): the `mod` line of the
+/// main package's module or a `dep` line, `<mod|dep>\t<path>\t<version>`. The asset build
+/// stamps version strings with `-ldflags -X`, so what a program prints about itself proves
+/// nothing; this is written by `go build` from the module graph.
+pub fn compiled_module_version(binary: &std::path::Path, module: &str) -> anyhow::Result<String> {
+    let bytes = std::fs::read(binary)?;
+    for kind in ["mod", "dep"] {
+        let needle = format!("{kind}\t{module}\t");
+        if let Some(at) = bytes
+            .windows(needle.len())
+            .position(|w| w == needle.as_bytes())
+        {
+            let rest = &bytes[at + needle.len()..];
+            let end = rest
+                .iter()
+                .position(|b| *b == b'\t' || *b == b'\n')
+                .unwrap_or(rest.len());
+            return Ok(String::from_utf8_lossy(&rest[..end]).into_owned());
+        }
+    }
+    anyhow::bail!("{} has no build information for {module}", binary.display())
+}

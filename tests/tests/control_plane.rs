@@ -29,6 +29,28 @@ async fn apiserver_reports_the_pinned_version() -> anyhow::Result<()> {
         expected.starts_with("v1.36."),
         "pinned version is {expected}"
     );
+    // What the binaries were built from, as `go build` recorded it (the version string
+    // below is stamped by the asset build, so alone it proves nothing).
+    let assets = Assets::locate()?;
+    for program in ["kube-apiserver", "kubelet", "kube-proxy", "kubectl"] {
+        assert_eq!(
+            e2e::assets::compiled_module_version(
+                &assets.kubernetes(program)?,
+                "k8s.io/kubernetes"
+            )?,
+            expected,
+            "{program}"
+        );
+    }
+    assert_eq!(
+        e2e::assets::compiled_module_version(
+            &assets.program("COREDNS", "coredns")?,
+            "github.com/coredns/coredns"
+        )?,
+        assets
+            .version_of("COREDNS")
+            .expect("the index names CoreDNS")
+    );
     let info = plane.client().await?.apiserver_version().await?;
     assert_eq!(info.git_version, expected);
     assert_eq!((info.major.as_str(), info.minor.as_str()), ("1", "36"));

@@ -15,35 +15,14 @@ fn run(program: &std::path::Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// The version of `module` that the Go toolchain compiled into `binary`, from the build
-/// information every Go binary carries (`go version -m` prints it): the `mod` line of the
-/// main package's module or a `dep` line, `<mod|dep>\t<path>\t<version>`. The asset build
-/// stamps version strings with `-ldflags -X`, so what a program prints about itself proves
-/// nothing; this is written by `go build` from the module graph.
-fn compiled_module_version(binary: &std::path::Path, module: &str) -> anyhow::Result<String> {
-    let bytes = std::fs::read(binary)?;
-    for kind in ["mod", "dep"] {
-        let needle = format!("{kind}\t{module}\t");
-        if let Some(at) = bytes
-            .windows(needle.len())
-            .position(|w| w == needle.as_bytes())
-        {
-            let rest = &bytes[at + needle.len()..];
-            let end = rest
-                .iter()
-                .position(|b| *b == b'\t' || *b == b'\n')
-                .unwrap_or(rest.len());
-            return Ok(String::from_utf8_lossy(&rest[..end]).into_owned());
-        }
-    }
-    anyhow::bail!("{} has no build information for {module}", binary.display())
-}
-
 #[test]
 fn opm_is_built_from_its_pinned_module_version() -> anyhow::Result<()> {
     let opm = Assets::locate()?.opm()?;
     assert_eq!(
-        compiled_module_version(&opm, "github.com/operator-framework/operator-registry")?,
+        e2e::assets::compiled_module_version(
+            &opm,
+            "github.com/operator-framework/operator-registry"
+        )?,
         "v1.73.0"
     );
     let out = run(&opm, &["version"])?;
@@ -55,12 +34,12 @@ fn opm_is_built_from_its_pinned_module_version() -> anyhow::Result<()> {
 fn operator_sdk_is_built_from_its_pinned_module_versions() -> anyhow::Result<()> {
     let sdk = Assets::locate()?.operator_sdk()?;
     assert_eq!(
-        compiled_module_version(&sdk, "github.com/operator-framework/operator-sdk")?,
+        e2e::assets::compiled_module_version(&sdk, "github.com/operator-framework/operator-sdk")?,
         "v1.42.3"
     );
     // docs/conformance.md follows operator-framework/api v0.34.0's checks and messages.
     assert_eq!(
-        compiled_module_version(&sdk, "github.com/operator-framework/api")?,
+        e2e::assets::compiled_module_version(&sdk, "github.com/operator-framework/api")?,
         "v0.34.0"
     );
     let out = run(&sdk, &["version"])?;
@@ -79,10 +58,16 @@ fn the_module_version_reader_finds_only_what_is_there() -> anyhow::Result<()> {
         &file,
         b"\x00junk\tpath\tx\nmod\texample.com/a\tv1.2.3\th1:abc=\ndep\texample.com/b\tv0.1.0\n",
     )?;
-    assert_eq!(compiled_module_version(&file, "example.com/a")?, "v1.2.3");
-    assert_eq!(compiled_module_version(&file, "example.com/b")?, "v0.1.0");
-    assert!(compiled_module_version(&file, "example.com/c").is_err());
-    assert!(compiled_module_version(&file, "example.com").is_err());
+    assert_eq!(
+        e2e::assets::compiled_module_version(&file, "example.com/a")?,
+        "v1.2.3"
+    );
+    assert_eq!(
+        e2e::assets::compiled_module_version(&file, "example.com/b")?,
+        "v0.1.0"
+    );
+    assert!(e2e::assets::compiled_module_version(&file, "example.com/c").is_err());
+    assert!(e2e::assets::compiled_module_version(&file, "example.com").is_err());
     Ok(())
 }
 
