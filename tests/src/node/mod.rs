@@ -155,37 +155,14 @@ impl RealNode {
         let nodes: Api<Node> = Api::all(client.clone());
         // The controller-manager gives the Node its pod CIDR once it has registered; the
         // bridge's addresses come from it, and the node is Ready once the network is there.
-        let pod_cidr = wait_for(
-            &kubelet,
-            Duration::from_secs(60),
-            "the node's pod CIDR",
-            || {
-                let nodes = nodes.clone();
-                async move {
-                    Ok(nodes
-                        .get_opt(NODE_NAME)
-                        .await?
-                        .and_then(|n| n.spec.and_then(|s| s.pod_cidr)))
-                }
-            },
-        )
+        let pod_cidr = wait_for_node(&nodes, &kubelet, "the node's pod CIDR", |node| {
+            node.spec.and_then(|s| s.pod_cidr)
+        })
         .await?;
         cni::write_config(&cni_conf_dir, &dir.join("cni").join("ipam"), &pod_cidr)?;
-        wait_for(
-            &kubelet,
-            Duration::from_secs(60),
-            "the node to be Ready",
-            || {
-                let nodes = nodes.clone();
-                async move {
-                    Ok(nodes
-                        .get_opt(NODE_NAME)
-                        .await?
-                        .filter(crate::control_plane::node_is_ready)
-                        .map(|_| ()))
-                }
-            },
-        )
+        wait_for_node(&nodes, &kubelet, "the node to be Ready", |node| {
+            crate::control_plane::node_is_ready(&node).then_some(())
+        })
         .await?;
         restore_sysctls(&sysctls)?;
         processes.push(kubelet);
@@ -318,32 +295,20 @@ pub fn real_node_annotations() -> serde_json::Value {
     })
 }
 
-/// Polls `check` while `process` runs; fails with its log if it stops or time runs out.
-async fn wait_for<T, F, Fut>(
-    process: &ManagedProcess,
-    timeout: Duration,
+/// Waits (up to a minute) until `pick` finds what it wants in the real Node object, while
+/// kubelet runs; fails with kubelet's log if it stops or time runs out.
+async fn wait_for_node<T>(
+    nodes: &Api<Node>,
+    kubelet: &ManagedProcess,
     what: &str,
-    mut check: F,
-) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        process.check_running()?;
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "timed out after {timeout:?} waiting for {what}; {}'s log:{}",
-                process.name(),
-                process.log_tail(30)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    pick: impl Fn(Node) -> Option<T>,
+) -> anyhow::Result<T> {
+    crate::eventually(Duration::from_secs(60), what, || async {
+        kubelet.check_running()?;
+        Ok(nodes.get_opt(NODE_NAME).await?.and_then(&pick))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:#}; kubelet's log:{}", kubelet.log_tail(30)))
 }
 
 /// A tmpfs over each fixed path, in the test's own mount namespace only.
