@@ -7,7 +7,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use bundle_tool::bundle::{self, GenerateConfig};
 use bundle_tool::manifest::{self, KubeObject};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// An `Examples:` section for a command's `--help` (and its man page), one command a line.
+macro_rules! examples {
+    ($($line:literal),+ $(,)?) => {
+        concat!("Examples:", $("\n  ", $line),+)
+    };
+}
 
 #[derive(Parser)]
 #[command(
@@ -23,12 +30,25 @@ struct Cli {
 enum Command {
     /// Generate a registry+v1 bundle (CSV, CRDs, RBAC, annotations.yaml, bundle.Dockerfile)
     /// from an operator's manifests and a config file.
+    #[command(after_help = examples!(
+        "bundle-tool generate --output target/bundle",
+        "bundle-tool generate --check",
+        "bundle-tool generate --version 0.2.0 --replaces redis-operator.v0.1.0",
+    ))]
     Generate(GenerateArgs),
     /// Serve a file-based catalog over OLM's registry gRPC API, like `opm serve`, with hot
     /// reload and an optional HTTP view.
+    #[command(after_help = examples!(
+        "bundle-tool serve catalog",
+        "bundle-tool serve catalog --inline-bundles --http-port 8081",
+    ))]
     Serve(bundle_tool::serve::cli::ServeArgs),
     /// Validate a bundle folder with operator-framework/api's checks (as `operator-sdk bundle
     /// validate`); exit 1 on errors only.
+    #[command(after_help = examples!(
+        "bundle-tool validate bundle --select-optional suite=operatorframework",
+        "bundle-tool validate quay.io/me/redis-operator-bundle:v0.1.0 -o json",
+    ))]
     Validate {
         /// The bundle folder (with `manifests/` and `metadata/`), or a bundle image reference.
         dir: PathBuf,
@@ -48,6 +68,11 @@ enum Command {
         output: ValidateFormat,
     },
     /// Build a bundle folder into a deterministic OCI image, written to an OCI image layout.
+    #[command(after_help = examples!(
+        "bundle-tool build bundle",
+        "bundle-tool build catalog --catalog --tag latest",
+        "bundle-tool build --binary target/release/redis-operator --tag v0.1.0",
+    ))]
     Build {
         /// The bundle folder (or, with --catalog, the catalog folder).
         #[arg(required_unless_present = "binary")]
@@ -71,6 +96,10 @@ enum Command {
     },
     /// Push a bundle folder (built on the fly) or an OCI layout to a registry; prints
     /// `REF@sha256:…` after checking the registry's digest.
+    #[command(after_help = examples!(
+        "bundle-tool push bundle quay.io/me/redis-operator-bundle:v0.1.0",
+        "bundle-tool push target/oci:v0.1.0 127.0.0.1:5000/me/bundle:v0.1.0 --plain-http",
+    ))]
     Push {
         /// A bundle folder, an OCI layout folder (`DIR` or `DIR:TAG`), or an image reference to
         /// copy.
@@ -86,6 +115,10 @@ enum Command {
     /// Build and push every bundle folder below a folder (laid out `<package>/<version>/`, or
     /// bundles directly inside) to `<repository-prefix>/<package>:<version>`, several at a
     /// time in one process — a release job publishing many bundles.
+    #[command(after_help = examples!(
+        "bundle-tool push-all bundles quay.io/me",
+        "bundle-tool push-all bundles 127.0.0.1:5000/test --plain-http --jobs 4",
+    ))]
     PushAll {
         /// The folder of bundle folders.
         dir: PathBuf,
@@ -98,6 +131,9 @@ enum Command {
         registry: RegistryArgs,
     },
     /// Pull a bundle image and unpack it into a folder (safely: no paths escape it).
+    #[command(after_help = examples!(
+        "bundle-tool pull quay.io/me/redis-operator-bundle:v0.1.0 /tmp/bundle",
+    ))]
     Pull {
         /// The image.
         reference: String,
@@ -107,6 +143,9 @@ enum Command {
         registry: RegistryArgs,
     },
     /// Show an image's digest, labels and layers.
+    #[command(after_help = examples!(
+        "bundle-tool inspect quay.io/me/redis-operator-bundle:v0.1.0",
+    ))]
     Inspect {
         /// The image.
         reference: String,
@@ -114,28 +153,74 @@ enum Command {
         registry: RegistryArgs,
     },
     /// File-based catalogs: validate, render, templates, release edits, upgrade graphs.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples!(
+        "bundle-tool catalog validate catalog",
+        "bundle-tool catalog render catalog -o yaml",
+    ))]
     Catalog(CatalogCommand),
     /// List the Kubernetes objects in files or folders of YAML/JSON manifests, with the
     /// file and line each starts on. `-` reads standard input.
+    #[command(after_help = examples!(
+        "bundle-tool objects bundle/manifests",
+        "redis-operator manifests | bundle-tool objects -",
+    ))]
     Objects {
         /// Files or folders to read.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Assess a bundle's or catalog's capability level from evidence, against the declared one.
+    #[command(after_help = examples!(
+        "bundle-tool audit bundle",
+        "bundle-tool audit bundle --min-level 3",
+        "bundle-tool audit catalog -o html > audit.html",
+    ))]
     Audit(bundle_tool::audit::cli::AuditArgs),
+    /// Print shell completions for bash, zsh or fish, generated from these definitions.
+    #[command(after_help = examples!(
+        "bundle-tool completions bash > /etc/bash_completion.d/bundle-tool",
+        "bundle-tool completions zsh > \"${fpath[1]}/_bundle-tool\"",
+        "bundle-tool completions fish > ~/.config/fish/completions/bundle-tool.fish",
+    ))]
+    Completions {
+        /// The shell.
+        shell: CompletionShell,
+    },
+    /// Print the man page (roff), or write one page per command into a folder.
+    #[command(after_help = examples!(
+        "bundle-tool man | man -l -",
+        "bundle-tool man --dir target/man",
+    ))]
+    Man {
+        /// Write `bundle-tool.1` and a page per subcommand (`bundle-tool-catalog-render.1`…)
+        /// into this folder instead of printing the main page.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// The shells completions are generated for.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Subcommand)]
 enum CatalogCommand {
     /// Check a catalog folder with every rule of `opm validate`; exit 1 if it is invalid.
+    #[command(after_help = examples!("bundle-tool catalog validate catalog"))]
     Validate {
         /// The catalog folder.
         dir: PathBuf,
     },
     /// Print catalog folders' documents, or bundle folders as `olm.bundle` documents, the way
     /// `opm render` does.
+    #[command(after_help = examples!(
+        "bundle-tool catalog render catalog -o yaml",
+        "bundle-tool catalog render bundle quay.io/me/catalog:latest > all.json",
+    ))]
     Render {
         /// Catalog folders, bundle folders (with `manifests/` and `metadata/`), or catalog and
         /// bundle image references.
@@ -150,12 +235,28 @@ enum CatalogCommand {
     },
     /// Render an `olm.template.basic` or `olm.semver` template into FBC, as
     /// `opm alpha render-template` does.
+    #[command(after_help = examples!(
+        "bundle-tool catalog template semver catalog/template.yaml -o yaml",
+        "bundle-tool catalog template catalog/template.yaml --bundle-source quay.io/me/b:v0.1.0=bundle",
+    ))]
     Template(bundle_tool::catalog::template::TemplateArgs),
     /// Add a bundle to a catalog as the new head of channels; validated before writing.
+    #[command(after_help = examples!(
+        "bundle-tool catalog add catalog bundle --channels alpha,stable --image quay.io/me/b:v0.2.0",
+        "bundle-tool catalog add catalog quay.io/me/b:v0.3.0 --channels alpha --replaces auto",
+    ))]
     Add(bundle_tool::catalog::add::AddArgs),
     /// Deprecate a bundle, a channel or a package (`olm.deprecations`).
+    #[command(after_help = examples!(
+        "bundle-tool catalog deprecate catalog --package redis-operator --bundle redis-operator.v0.1.0 --message \"upgrade to 0.2.0\"",
+        "bundle-tool catalog deprecate catalog --package redis-operator --channel alpha --message \"use stable\"",
+    ))]
     Deprecate(bundle_tool::catalog::deprecate::DeprecateArgs),
     /// Draw a catalog's upgrade graph: mermaid (as `opm alpha render-graph`) or HTML.
+    #[command(after_help = examples!(
+        "bundle-tool catalog graph catalog",
+        "bundle-tool catalog graph catalog -p redis-operator -o html > graph.html",
+    ))]
     Graph(bundle_tool::catalog::graph::GraphArgs),
 }
 
@@ -340,6 +441,29 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate(args),
+        Command::Completions { shell } => {
+            let shell = match shell {
+                CompletionShell::Bash => clap_complete::Shell::Bash,
+                CompletionShell::Zsh => clap_complete::Shell::Zsh,
+                CompletionShell::Fish => clap_complete::Shell::Fish,
+            };
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "bundle-tool", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir: None } => {
+            let mut out = std::io::stdout().lock();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir: Some(dir) } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), &dir)
+                .with_context(|| format!("writing man pages into {}", dir.display()))?;
+            println!("wrote man pages into {}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve(args) => bundle_tool::serve::cli::serve(args),
         Command::Build {
             dir: None,
