@@ -16,13 +16,17 @@
 //! - [`heap`]: allocator settings for commands that hold whole catalogs, and the server.
 //! - [`parallel`]: per-item work on every core, results in input order.
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
+//! - [`action`]: every command of the binary as options with a `run` returning an outcome.
+//! - [`location`]: whether a command's argument is a local path or an image reference.
 
+pub mod action;
 pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod heap;
 pub mod image;
 pub mod image_ref;
+pub mod location;
 pub mod manifest;
 pub mod parallel;
 pub mod serve;

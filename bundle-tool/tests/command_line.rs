@@ -87,3 +87,25 @@ fn every_verb_help_has_examples() {
         );
     }
 }
+
+#[test]
+fn a_missing_path_is_reported_as_missing_by_every_verb() {
+    let cases: &[&[&str]] = &[
+        &["validate", "/nonexistent"],
+        &["catalog", "render", "/nonexistent"],
+        &["audit", "/nonexistent"],
+        &["push", "/nonexistent", "127.0.0.1:5000/x:y", "--plain-http"],
+        &["catalog", "add", "/tmp", "/nonexistent", "--channels", "a"],
+    ];
+    for args in cases {
+        let output = bundle_tool(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(
+                "/nonexistent: no such file or folder, and not an image reference either (invalid reference format)"
+            ),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -154,31 +154,6 @@ pub fn targets_in(path: &Path, all: bool) -> anyhow::Result<Vec<AuditTarget>> {
     Ok(entries)
 }
 
-/// Pulls an image into a temporary folder and returns the folder to audit: the catalog
-/// folder its `index.configs.v1` label names, or the bundle root.
-pub fn pull_image(
-    reference: &str,
-    plain_http: bool,
-) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
-    use crate::image::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, unpack_layer};
-    let parsed: oci_client::Reference = reference.parse().map_err(|e| {
-        anyhow::anyhow!("{reference:?} is neither a path nor an image reference: {e}")
-    })?;
-    let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
-    let image = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(client.pull(&parsed))?;
-    let folder = tempfile::tempdir()?;
-    unpack_layer(&image.layer, folder.path())?;
-    let config: serde_json::Value = serde_json::from_slice(&image.config)?;
-    let root = match config["config"]["Labels"][CATALOG_CONFIGS_LABEL].as_str() {
-        Some(configs) => folder.path().join(configs.trim_start_matches('/')),
-        None => folder.path().to_path_buf(),
-    };
-    Ok((folder, root))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::declcfg::Bundle;
 use super::render::{is_bundle_dir, render_bundle_dir};
-
-/// The bundle image label that marks an image as a bundle (opm checks it too).
-const BUNDLE_PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
+use crate::image::BUNDLE_PACKAGE_LABEL;
 
 /// How bundle image references are turned into rendered bundles.
 #[derive(Clone, Debug, Default)]
@@ -66,31 +64,20 @@ impl BundleSources {
         }
         let pulled = self
             .pull(reference)
-            .map_err(|e| format!("render reference {reference:?}: {e:#}"))?;
-        render_bundle_dir(pulled.path(), reference)
+            .map_err(|e| format!("render reference {reference:?}: {e}"))?;
+        render_bundle_dir(pulled.root(), reference)
             .map_err(|e| format!("render reference {reference:?}: {e}"))
     }
 
     /// Pulls a bundle image into a temporary folder (removed when the value is dropped).
-    fn pull(&self, reference: &str) -> anyhow::Result<tempfile::TempDir> {
-        let parsed: oci_client::Reference = reference
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{reference:?} is not an image reference: {e}"))?;
-        let client = crate::image::RegistryClient::new(
-            self.plain_http,
-            crate::image::Credentials::from_auth_files(parsed.registry()),
-        );
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let image = runtime.block_on(client.pull(&parsed))?;
-        let config: serde_json::Value = serde_json::from_slice(&image.config)?;
-        anyhow::ensure!(
-            config["config"]["Labels"][BUNDLE_PACKAGE_LABEL].is_string(),
-            "image type could not be determined: not a bundle image (no {BUNDLE_PACKAGE_LABEL} label)"
-        );
-        let folder = tempfile::tempdir()?;
-        crate::image::unpack_layer(&image.layer, folder.path())?;
-        Ok(folder)
+    fn pull(&self, reference: &str) -> Result<crate::image::PulledImage, String> {
+        let image =
+            crate::image::pull_to_temp(reference, self.plain_http).map_err(|e| e.to_string())?;
+        if image.kind != Some(crate::image::ImageKind::Bundle) {
+            return Err(format!(
+                "image type could not be determined: not a bundle image (no {BUNDLE_PACKAGE_LABEL} label)"
+            ));
+        }
+        Ok(image)
     }
 }

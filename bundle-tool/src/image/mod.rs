@@ -4,6 +4,7 @@
 
 mod build;
 mod layout;
+mod pull;
 mod push;
 mod reference;
 mod registry;
@@ -14,6 +15,7 @@ pub use build::{
     BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image, build_catalog_image,
 };
 pub use layout::{read_layout, write_layout};
+pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_temp};
 pub use reference::parse_reference;
 pub use registry::{Credentials, RegistryClient};
 pub use unpack::unpack_layer;

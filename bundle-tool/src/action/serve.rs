@@ -1,11 +1,11 @@
-//! The `bundle-tool serve` command line.
+//! `bundle-tool serve`: the registry server on a catalog folder until SIGTERM.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use super::{LoadOptions, ServeConfig, load::parse_bundle_source};
+use super::{Action, ActionError, Outcome};
+use crate::serve::{LoadOptions, ServeConfig, load::parse_bundle_source};
 
 /// `bundle-tool serve`: flags.
 #[derive(Debug, clap::Args)]
@@ -42,41 +42,29 @@ pub struct ServeArgs {
     pub answer_memory_mib: usize,
 }
 
-/// Runs `bundle-tool serve`.
-pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    crate::heap::limit_malloc_arenas();
-    crate::heap::merge_small_frees();
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
-    let config = ServeConfig {
-        root: args.catalog,
-        address: args.address,
-        port: args.port,
-        http_port: args.http_port,
-        load: LoadOptions {
-            inline_bundles: args.inline_bundles,
-            bundle_sources: args.bundle_sources.into_iter().collect(),
-            plain_http: args.plain_http,
-            keep_documents: args.http_port.is_some(),
-            answer_memory: args.answer_memory_mib.saturating_mul(1 << 20),
-        },
-        watch_interval: (args.watch_interval > 0).then(|| Duration::from_secs(args.watch_interval)),
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    match runtime.block_on(super::run(config)) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(message) => {
-            eprintln!("bundle-tool serve: {message}");
-            Ok(ExitCode::FAILURE)
-        }
+impl Action for ServeArgs {
+    fn run(&self) -> Result<Outcome, ActionError> {
+        let config = ServeConfig {
+            root: self.catalog.clone(),
+            address: self.address,
+            port: self.port,
+            http_port: self.http_port,
+            load: LoadOptions {
+                inline_bundles: self.inline_bundles,
+                bundle_sources: self.bundle_sources.iter().cloned().collect(),
+                plain_http: self.plain_http,
+                keep_documents: self.http_port.is_some(),
+                answer_memory: self.answer_memory_mib.saturating_mul(1 << 20),
+            },
+            watch_interval: (self.watch_interval > 0)
+                .then(|| Duration::from_secs(self.watch_interval)),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(match runtime.block_on(crate::serve::run(config)) {
+            Ok(()) => Outcome::text(""),
+            Err(message) => Outcome::failure(vec![format!("bundle-tool serve: {message}")]),
+        })
     }
 }
