@@ -99,8 +99,9 @@ impl Action for PushAllArgs {
                         .await
                         .map_err(|e| ActionError::message(e.to_string()))?;
                     // Tags allow [A-Za-z0-9_.-]: a version's `+build` becomes `_build`.
-                    let tag = bundle.version.replace('+', "_");
-                    let reference = parse_reference(&format!("{prefix}/{}:{tag}", bundle.package))?;
+                    let (package, version) = bundle.package_and_version();
+                    let tag = version.replace('+', "_");
+                    let reference = parse_reference(&format!("{prefix}/{package}:{tag}"))?;
                     let folder = bundle.dir;
                     let image = tokio::task::spawn_blocking(move || bundle_image(&folder))
                         .await

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{Action, ActionError, Outcome};
-use crate::serve::{LoadOptions, ServeConfig, load::parse_bundle_source};
+use crate::catalog::bundle_source::parse_mapping;
+use crate::serve::{LoadOptions, ServeConfig};
 
 /// `bundle-tool serve`: flags.
 #[derive(Debug, clap::Args)]
@@ -27,7 +28,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub inline_bundles: bool,
     /// A folder standing in for a bundle image, as IMAGE=DIR (repeatable).
-    #[arg(long = "bundle-source", value_parser = parse_bundle_source)]
+    #[arg(long = "bundle-source", value_parser = parse_mapping)]
     pub bundle_sources: Vec<(String, PathBuf)>,
     /// Pull bundle images over plain HTTP (local registries).
     #[arg(long)]

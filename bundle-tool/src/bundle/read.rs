@@ -1,5 +1,6 @@
-//! What commands read from a bundle folder on disk besides validating it: its labels (the
-//! keys of `metadata/annotations.yaml`) and its CSV's version.
+//! What commands read from bundle folders on disk besides validating them: whether a folder
+//! is one, its labels (the keys of `metadata/annotations.yaml`), its CSV's version, and the
+//! bundle folders below a folder of bundles (`push-all` and `audit` both walk them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,14 @@ pub enum BundleReadError {
     /// `annotations.yaml` could not be read.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// A folder could not be listed.
+    #[error("reading {}: {error}", path.display())]
+    ReadDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
     /// `annotations.yaml` has no `annotations:` map.
     #[error("{}: no `annotations:` map", .0.display())]
     NoAnnotations(PathBuf),
@@ -49,34 +58,59 @@ pub fn csv_version(dir: &Path) -> Option<String> {
 /// A bundle folder found below a folder of bundles.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BundleFolder {
-    /// The package: the parent folder's name in `<package>/<version>/`, else the bundle
-    /// folder's own name.
-    pub package: String,
-    /// The version: the folder's name in `<package>/<version>/`, else the CSV's version
-    /// (`latest` when it has none).
-    pub version: String,
     /// The bundle folder.
     pub dir: PathBuf,
+    /// Where it sits.
+    pub layout: Layout,
+}
+
+/// How a bundle folder sits in the folder of bundles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Directly inside.
+    Direct,
+    /// In `<package>/<version>/`.
+    Versioned {
+        /// The parent folder's name.
+        package: String,
+        /// The folder's name.
+        version: String,
+    },
+}
+
+impl BundleFolder {
+    /// Package and version as names: from `<package>/<version>/`, else the folder's name and
+    /// the CSV's version (`latest` when it has none).
+    pub fn package_and_version(&self) -> (String, String) {
+        match &self.layout {
+            Layout::Versioned { package, version } => (package.clone(), version.clone()),
+            Layout::Direct => (
+                file_name(&self.dir),
+                csv_version(&self.dir).unwrap_or_else(|| "latest".into()),
+            ),
+        }
+    }
 }
 
 /// Every bundle folder at most two levels below `dir` (bundles directly inside, or
 /// `<package>/<version>/`), in path order.
-pub fn folders(dir: &Path) -> std::io::Result<Vec<BundleFolder>> {
+pub fn folders(dir: &Path) -> Result<Vec<BundleFolder>, BundleReadError> {
     let mut found = Vec::new();
     for entry in sorted_entries(dir)? {
-        if crate::catalog::render::is_bundle_dir(&entry) {
+        if is_bundle_dir(&entry) {
             found.push(BundleFolder {
-                package: file_name(&entry),
-                version: csv_version(&entry).unwrap_or_else(|| "latest".into()),
                 dir: entry,
+                layout: Layout::Direct,
             });
         } else if entry.is_dir() {
             let package = file_name(&entry);
             for version in sorted_entries(&entry)? {
-                if crate::catalog::render::is_bundle_dir(&version) {
+                if is_bundle_dir(&version) {
                     found.push(BundleFolder {
-                        package: package.clone(),
-                        version: file_name(&version),
+                        layout: Layout::Versioned {
+                            package: package.clone(),
+                            version: file_name(&version),
+                        },
                         dir: version,
                     });
                 }
@@ -86,9 +120,19 @@ pub fn folders(dir: &Path) -> std::io::Result<Vec<BundleFolder>> {
     Ok(found)
 }
 
+/// Whether `dir` is a bundle folder (it has `manifests/` and `metadata/`), as opm decides.
+pub fn is_bundle_dir(dir: &Path) -> bool {
+    dir.join("manifests").is_dir() && dir.join("metadata").is_dir()
+}
+
 /// The entries of a folder, sorted by path.
-fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, BundleReadError> {
+    let read = |error| BundleReadError::ReadDir {
+        path: dir.to_path_buf(),
+        error,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(read)?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .collect();
@@ -96,7 +140,8 @@ fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(entries)
 }
 
-fn file_name(path: &Path) -> String {
+/// The last component of `path`, as text.
+pub fn file_name(path: &Path) -> String {
     path.file_name()
         .unwrap_or_default()
         .to_string_lossy()

@@ -13,6 +13,15 @@ use super::declcfg::Bundle;
 use super::render::{is_bundle_dir, render_bundle_dir};
 use crate::image::BUNDLE_PACKAGE_LABEL;
 
+/// Reads a `--bundle-source REF=DIR` argument (`catalog template` and `serve` alike). An
+/// image reference has no `=`, so the first one ends it.
+pub fn parse_mapping(spec: &str) -> Result<(String, PathBuf), String> {
+    spec.split_once('=')
+        .filter(|(r, d)| !r.is_empty() && !d.is_empty())
+        .map(|(r, d)| (r.to_string(), PathBuf::from(d)))
+        .ok_or_else(|| format!("--bundle-source {spec:?}: expected REF=DIR"))
+}
+
 /// How bundle image references are turned into rendered bundles.
 #[derive(Clone, Debug, Default)]
 pub struct BundleSources {
@@ -35,10 +44,7 @@ impl BundleSources {
     /// Relative folders are taken relative to `base` (the template's folder, so that a
     /// template and its mappings move together).
     pub fn add_mapping(&mut self, spec: &str, base: &Path) -> Result<(), String> {
-        let (reference, dir) = spec
-            .split_once('=')
-            .filter(|(r, d)| !r.is_empty() && !d.is_empty())
-            .ok_or_else(|| format!("--bundle-source {spec:?}: expected REF=DIR"))?;
+        let (reference, dir) = parse_mapping(spec)?;
         let dir = base.join(dir);
         if !is_bundle_dir(&dir) {
             return Err(format!(
@@ -46,7 +52,7 @@ impl BundleSources {
                 dir.display()
             ));
         }
-        self.local.insert(reference.to_string(), dir);
+        self.local.insert(reference, dir);
         Ok(())
     }
 

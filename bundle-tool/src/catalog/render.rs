@@ -13,10 +13,7 @@ use super::declcfg::{Bundle, Property, RawJson, RelatedImage};
 use crate::bundle::annotations::PACKAGE_KEY;
 use crate::manifest::read_stream;
 
-/// Whether `dir` is a bundle folder (it has `manifests/` and `metadata/`), as opm decides.
-pub fn is_bundle_dir(dir: &Path) -> bool {
-    dir.join("manifests").is_dir() && dir.join("metadata").is_dir()
-}
+pub use crate::bundle::read::is_bundle_dir;
 
 fn files_sorted(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)

@@ -116,11 +116,3 @@ fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, String
     })?;
     bundle_dir_objects(image.root())
 }
-
-/// Reads `--bundle-source REF=DIR` arguments.
-pub fn parse_bundle_source(text: &str) -> Result<(String, PathBuf), String> {
-    let (reference, dir) = text
-        .rsplit_once('=')
-        .ok_or_else(|| format!("{text:?}: expected IMAGE=DIR"))?;
-    Ok((reference.to_string(), PathBuf::from(dir)))
-}
