@@ -13,7 +13,7 @@ use std::fmt::{self, Write};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::raw::KeyIs;
-use super::yaml::push_json_escaped;
+use crate::go_json::push_escaped as push_json_escaped;
 
 /// The canonical text of the value `deserializer` holds.
 pub(super) fn canonical_text<'de, D: Deserializer<'de>>(
