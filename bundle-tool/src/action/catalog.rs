@@ -116,18 +116,15 @@ impl Action for CatalogRenderArgs {
 /// Renders a catalog folder file by file, each written out as soon as it is parsed (see
 /// `declcfg::spool`), so memory does not grow with the catalog.
 fn spool_catalog(dir: &std::path::Path, spool: &mut JsonSpool) -> Result<(), ActionError> {
-    let files = declcfg::catalog_files(dir)?;
     let (text, index) = spool.parts();
-    let render_file = |file: &PathBuf| -> Result<_, ActionError> {
-        let config = declcfg::load_file(file)?;
-        Ok(text.store(RenderedDocuments::of(&config)?)?)
-    };
     // Workers store the text themselves and hand back only where it is, so files can be
     // rendered in any order: largest first.
-    let size = |i: usize| std::fs::metadata(&files[i]).map_or(0, |m| m.len());
-    crate::parallel::for_each_ordered_largest_first(&files, size, render_file, |r| {
-        index.append(r?);
-        Ok::<(), ActionError>(())
+    let render_file = |_: &std::path::Path, config: DeclarativeConfig| {
+        Ok::<_, ActionError>(text.store(RenderedDocuments::of(&config)?)?)
+    };
+    declcfg::load_each(dir, declcfg::Join::AsParsed, render_file, |stored| {
+        index.append(stored);
+        Ok(())
     })
 }
 
