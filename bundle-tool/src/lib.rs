@@ -13,16 +13,22 @@
 //! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
+//! - [`go_json`]: JSON text as Go and opm write it (escapes, numbers), for every writer.
 //! - [`heap`]: allocator settings for commands that hold whole catalogs, and the server.
 //! - [`parallel`]: per-item work on every core, results in input order.
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
+//! - [`action`]: every command of the binary as options with a `run` returning an outcome.
+//! - [`location`]: whether a command's argument is a local path or an image reference.
 
+pub mod action;
 pub mod audit;
 pub mod bundle;
 pub mod catalog;
+pub mod go_json;
 pub mod heap;
 pub mod image;
 pub mod image_ref;
+pub mod location;
 pub mod manifest;
 pub mod parallel;
 pub mod serve;

@@ -46,6 +46,52 @@ where
     })
 }
 
+/// `items.iter().map(f).collect()`, each item taken by the next free worker (so items that
+/// differ in cost do not leave cores idle, as contiguous chunks would), the results handed
+/// back in input order once all are done.
+pub fn map_dynamic<T, R, F>(items: &[T], f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let workers = workers().min(items.len());
+    if workers <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let (next, f) = (AtomicUsize::new(0), &f);
+    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let next = &next;
+                scope.spawn(move || {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(index) else { break };
+                        done.push((index, f(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for handle in handles {
+            match handle.join() {
+                Ok(done) => {
+                    for (index, result) in done {
+                        results[index] = Some(result);
+                    }
+                }
+                // A panic in `f` is a bug; let it surface where it happened.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        }
+    });
+    results.into_iter().flatten().collect()
+}
+
 /// Computes `f` for every item on every core and hands the results to `consume` one at a
 /// time, in input order, on the calling thread; stops at the first error `consume` returns.
 ///
@@ -135,6 +181,11 @@ mod tests {
                 doubled,
                 (0..n).map(|i| i * 2).collect::<Vec<_>>(),
                 "n = {n}"
+            );
+            assert_eq!(
+                map_dynamic(&items, |i| i * 2),
+                doubled,
+                "map_dynamic, n = {n}"
             );
         }
     }

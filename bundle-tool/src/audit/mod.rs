@@ -11,7 +11,6 @@
 
 pub mod assessment;
 pub mod checks;
-pub mod cli;
 pub mod criteria;
 pub mod evidence;
 pub mod live;

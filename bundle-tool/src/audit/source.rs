@@ -4,11 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-
 use super::evidence::CapabilityEvidence;
+use crate::bundle::read::{self, Layout, file_name, is_bundle_dir};
 use crate::catalog::declcfg;
-use crate::catalog::render::is_bundle_dir;
 use crate::manifest;
 
 /// One bundle to audit.
@@ -39,23 +37,6 @@ pub fn annotated_package(dir: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    Ok(entries)
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Version order of folder names: semver when both parse (a leading `v` allowed), else text.
 fn version_key(name: &str) -> (Option<semver::Version>, String) {
     (
@@ -76,26 +57,33 @@ pub fn bundle_folders(dir: &Path, all: bool) -> anyhow::Result<Vec<AuditTarget>>
         return Ok(vec![target(None, dir.to_path_buf())]);
     }
     let mut found = Vec::new();
-    for entry in sorted_entries(dir)? {
-        if is_bundle_dir(&entry) {
-            found.push(target(None, entry));
-        } else if entry.is_dir() {
-            let mut versions: Vec<PathBuf> = sorted_entries(&entry)?
-                .into_iter()
-                .filter(|v| is_bundle_dir(v))
-                .collect();
+    // One package's versions come together (the folders are in path order).
+    let mut package: Option<(String, Vec<PathBuf>)> = None;
+    let finish = |package: Option<(String, Vec<PathBuf>)>, found: &mut Vec<AuditTarget>| {
+        if let Some((name, mut versions)) = package {
             versions.sort_by_key(|v| version_key(&file_name(v)));
             if !all {
                 versions = versions.pop().into_iter().collect();
             }
-            let package = file_name(&entry);
-            found.extend(
-                versions
-                    .into_iter()
-                    .map(|v| target(Some(package.clone()), v)),
-            );
+            found.extend(versions.into_iter().map(|v| target(Some(name.clone()), v)));
+        }
+    };
+    for folder in read::folders(dir)? {
+        match folder.layout {
+            Layout::Direct => {
+                finish(package.take(), &mut found);
+                found.push(target(None, folder.dir));
+            }
+            Layout::Versioned { package: name, .. } => match &mut package {
+                Some((current, versions)) if *current == name => versions.push(folder.dir),
+                _ => {
+                    finish(package.take(), &mut found);
+                    package = Some((name, vec![folder.dir]));
+                }
+            },
         }
     }
+    finish(package, &mut found);
     Ok(found)
 }
 
@@ -152,31 +140,6 @@ pub fn targets_in(path: &Path, all: bool) -> anyhow::Result<Vec<AuditTarget>> {
         path.display()
     );
     Ok(entries)
-}
-
-/// Pulls an image into a temporary folder and returns the folder to audit: the catalog
-/// folder its `index.configs.v1` label names, or the bundle root.
-pub fn pull_image(
-    reference: &str,
-    plain_http: bool,
-) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
-    use crate::image::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, unpack_layer};
-    let parsed: oci_client::Reference = reference.parse().map_err(|e| {
-        anyhow::anyhow!("{reference:?} is neither a path nor an image reference: {e}")
-    })?;
-    let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
-    let image = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(client.pull(&parsed))?;
-    let folder = tempfile::tempdir()?;
-    unpack_layer(&image.layer, folder.path())?;
-    let config: serde_json::Value = serde_json::from_slice(&image.config)?;
-    let root = match config["config"]["Labels"][CATALOG_CONFIGS_LABEL].as_str() {
-        Some(configs) => folder.path().join(configs.trim_start_matches('/')),
-        None => folder.path().to_path_buf(),
-    };
-    Ok((folder, root))
 }
 
 #[cfg(test)]

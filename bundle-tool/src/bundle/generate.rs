@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::annotations::BundleAnnotations;
-use super::config::GenerateConfig;
+use super::config::{CsvMetadata, GenerateConfig};
 use crate::manifest::KubeObject;
 
 /// Kinds a registry+v1 bundle may hold in `manifests/` (operator-registry's list).
@@ -87,25 +87,7 @@ pub fn generate(
     icon: Option<(String, String)>,
     created_at: &str,
 ) -> Result<GeneratedBundle, GenerateError> {
-    let version = semver::Version::parse(&config.version).map_err(|e| {
-        GenerateError::Config(format!(
-            "version {:?} is not a valid semantic version: {e}",
-            config.version
-        ))
-    })?;
-    if config.channels.is_empty() {
-        return Err(GenerateError::Config(
-            "at least one channel is needed".into(),
-        ));
-    }
-    if let Some(default) = &config.default_channel
-        && !config.channels.contains(default)
-    {
-        return Err(GenerateError::Config(format!(
-            "default channel {default:?} is not one of the channels {:?}",
-            config.channels
-        )));
-    }
+    let version = checked_version(config)?;
     let mut warnings = Vec::new();
     let crds: Vec<&KubeObject> = objects
         .iter()
@@ -173,150 +155,25 @@ pub fn generate(
         })
         .collect();
 
-    let mut examples: Vec<Value> = Vec::new();
-    for sample in samples {
-        if owned_gvks.contains(&(sample.id.api_version.clone(), sample.id.kind.clone())) {
-            let mut example = sample.document.value.clone();
-            if let Some(metadata) = example.get_mut("metadata").and_then(Value::as_object_mut) {
-                metadata.remove("namespace");
-            }
-            examples.push(example);
-        } else {
-            warnings.push(Warning(format!(
-                "{}: sample {} is not of an owned API; left out of alm-examples",
-                sample.document.location, sample.id
-            )));
-        }
-    }
+    let examples = alm_examples(samples, &owned_gvks, &mut warnings);
 
     let related_images = related_images(&deployments);
     let webhooks = conversion_webhooks(&crds, objects, &deployments);
 
-    // Extra manifests: supported kinds that were not folded into the CSV.
-    let mut files = BTreeMap::new();
-    for (index, object) in objects.iter().enumerate() {
-        let kind = object.id.kind.as_str();
-        if consumed.contains(&index) || kind == "Deployment" || kind == "CustomResourceDefinition" {
-            continue;
-        }
-        if kind == "ServiceAccount" && service_accounts.contains(&object.id.name) {
-            continue; // OLM creates the CSV's service accounts.
-        }
-        if kind == "ClusterServiceVersion" {
-            warnings.push(Warning(format!(
-                "{}: a ClusterServiceVersion in the manifests is ignored; the CSV is generated from the config",
-                object.document.location
-            )));
-            continue;
-        }
-        if owned_gvks.contains(&(object.id.api_version.clone(), kind.to_string())) {
-            warnings.push(Warning(format!(
-                "{}: {} is a custom resource of an owned API; use it as a sample (alm-examples), a bundle cannot carry it",
-                object.document.location, object.id
-            )));
-            continue;
-        }
-        if !SUPPORTED_KINDS.contains(&kind) {
-            warnings.push(Warning(format!(
-                "{}: {} is not a kind a registry+v1 bundle can carry; it is not in the bundle (operator-sdk would drop it silently)",
-                object.document.location, object.id
-            )));
-            continue;
-        }
-        let mut value = object.document.value.clone();
-        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("namespace");
-        }
-        let group = object.group();
-        let version = version_of(&object.id.api_version);
-        let stem = if group.is_empty() {
-            format!("{}_{version}_{}", object.id.name, kind.to_lowercase())
-        } else {
-            format!(
-                "{}_{group}_{version}_{}",
-                object.id.name,
-                kind.to_lowercase()
-            )
-        };
-        insert_unique(
-            &mut files,
-            format!("manifests/{stem}.yaml"),
-            to_yaml(&value)?,
-        );
-    }
-    for crd in &crds {
-        let value = &crd.document.value;
-        let name = format!(
-            "manifests/{}_{}.yaml",
-            text(value, "/spec/group"),
-            text(value, "/spec/names/plural")
-        );
-        insert_unique(&mut files, name, to_yaml(value)?);
-    }
+    let mut files = extra_manifests(
+        objects,
+        &crds,
+        &consumed,
+        &service_accounts,
+        &owned_gvks,
+        &mut warnings,
+    )?;
 
     let csv_name = format!("{}.v{version}", config.package);
     let meta = &config.csv;
-    let mut annotations = BTreeMap::new();
-    annotations.insert(
-        "alm-examples".to_string(),
-        serde_json::to_string_pretty(&examples).unwrap_or_default(),
-    );
-    annotations.insert("createdAt".to_string(), created_at.to_string());
-    annotations.insert(
-        "operators.operatorframework.io/builder".to_string(),
-        format!("bundle-tool-v{}", env!("CARGO_PKG_VERSION")),
-    );
-    if let Some(capabilities) = &meta.capabilities {
-        annotations.insert("capabilities".into(), capabilities.clone());
-    }
-    if !meta.categories.is_empty() {
-        annotations.insert("categories".into(), meta.categories.join(", "));
-    }
-    if let Some(image) = deployments
-        .first()
-        .and_then(|d| {
-            d.document
-                .value
-                .pointer("/spec/template/spec/containers/0/image")
-        })
-        .and_then(Value::as_str)
-    {
-        annotations.insert("containerImage".into(), image.to_string());
-    }
-    if let Some(short) = &meta.short_description {
-        annotations.insert("description".into(), short.clone());
-    }
-    if let Some(repository) = &meta.repository {
-        annotations.insert("repository".into(), repository.clone());
-    }
-    if let Some(support) = &meta.support {
-        annotations.insert("support".into(), support.clone());
-    }
-    if let Some(range) = &config.skip_range {
-        annotations.insert("olm.skipRange".into(), range.clone());
-    }
-    for (key, value) in &meta.annotations {
-        annotations.insert(key.clone(), value.clone());
-    }
+    let annotations = csv_annotations(config, &examples, created_at, &deployments);
 
-    let install_modes: Vec<Value> = ["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
-        .iter()
-        .map(|mode| json!({"type": mode, "supported": meta.install_modes.get(*mode).copied().unwrap_or(false)}))
-        .collect();
-    if !install_modes.iter().any(|m| m["supported"] == true) {
-        return Err(GenerateError::Config(
-            "csv.installModes supports no install mode".into(),
-        ));
-    }
-    if !webhooks.is_empty()
-        && install_modes
-            .iter()
-            .any(|m| m["type"] != "AllNamespaces" && m["supported"] == true)
-    {
-        warnings.push(Warning(
-            "a conversion webhook is defined, and OLM only installs those with AllNamespaces as the sole install mode".into(),
-        ));
-    }
+    let install_modes = install_modes(meta, !webhooks.is_empty(), &mut warnings)?;
 
     let mut install_spec = json!({"deployments": deployment_specs});
     if !permissions.is_empty() {
@@ -403,6 +260,210 @@ pub fn generate(
         annotations: bundle_annotations,
         warnings,
     })
+}
+
+/// The CSV's annotations: `alm-examples`, `createdAt`, the builder, and what the config says
+/// (its own `annotations` last, so they win).
+fn csv_annotations(
+    config: &GenerateConfig,
+    examples: &[Value],
+    created_at: &str,
+    deployments: &[&KubeObject],
+) -> BTreeMap<String, String> {
+    let meta = &config.csv;
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        "alm-examples".to_string(),
+        serde_json::to_string_pretty(&examples).unwrap_or_default(),
+    );
+    annotations.insert("createdAt".to_string(), created_at.to_string());
+    annotations.insert(
+        "operators.operatorframework.io/builder".to_string(),
+        format!("bundle-tool-v{}", env!("CARGO_PKG_VERSION")),
+    );
+    if let Some(capabilities) = &meta.capabilities {
+        annotations.insert("capabilities".into(), capabilities.clone());
+    }
+    if !meta.categories.is_empty() {
+        annotations.insert("categories".into(), meta.categories.join(", "));
+    }
+    if let Some(image) = deployments
+        .first()
+        .and_then(|d| {
+            d.document
+                .value
+                .pointer("/spec/template/spec/containers/0/image")
+        })
+        .and_then(Value::as_str)
+    {
+        annotations.insert("containerImage".into(), image.to_string());
+    }
+    if let Some(short) = &meta.short_description {
+        annotations.insert("description".into(), short.clone());
+    }
+    if let Some(repository) = &meta.repository {
+        annotations.insert("repository".into(), repository.clone());
+    }
+    if let Some(support) = &meta.support {
+        annotations.insert("support".into(), support.clone());
+    }
+    if let Some(range) = &config.skip_range {
+        annotations.insert("olm.skipRange".into(), range.clone());
+    }
+    for (key, value) in &meta.annotations {
+        annotations.insert(key.clone(), value.clone());
+    }
+    annotations
+}
+
+/// The four install modes with the config's choices; none supported is an error, and a
+/// conversion webhook with anything but AllNamespaces is warned of (OLM refuses it).
+fn install_modes(
+    meta: &CsvMetadata,
+    has_webhooks: bool,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<Value>, GenerateError> {
+    let install_modes: Vec<Value> = ["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
+        .iter()
+        .map(|mode| json!({"type": mode, "supported": meta.install_modes.get(*mode).copied().unwrap_or(false)}))
+        .collect();
+    if !install_modes.iter().any(|m| m["supported"] == true) {
+        return Err(GenerateError::Config(
+            "csv.installModes supports no install mode".into(),
+        ));
+    }
+    if has_webhooks
+        && install_modes
+            .iter()
+            .any(|m| m["type"] != "AllNamespaces" && m["supported"] == true)
+    {
+        warnings.push(Warning(
+            "a conversion webhook is defined, and OLM only installs those with AllNamespaces as the sole install mode".into(),
+        ));
+    }
+    Ok(install_modes)
+}
+
+/// The config's version, once the config is known to make sense.
+fn checked_version(config: &GenerateConfig) -> Result<semver::Version, GenerateError> {
+    let version = semver::Version::parse(&config.version).map_err(|e| {
+        GenerateError::Config(format!(
+            "version {:?} is not a valid semantic version: {e}",
+            config.version
+        ))
+    })?;
+    if config.channels.is_empty() {
+        return Err(GenerateError::Config(
+            "at least one channel is needed".into(),
+        ));
+    }
+    if let Some(default) = &config.default_channel
+        && !config.channels.contains(default)
+    {
+        return Err(GenerateError::Config(format!(
+            "default channel {default:?} is not one of the channels {:?}",
+            config.channels
+        )));
+    }
+    Ok(version)
+}
+
+/// The samples of owned APIs as `alm-examples` entries (namespace dropped); others warned of.
+fn alm_examples(
+    samples: &[KubeObject],
+    owned_gvks: &BTreeSet<(String, String)>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Value> {
+    let mut examples: Vec<Value> = Vec::new();
+    for sample in samples {
+        if owned_gvks.contains(&(sample.id.api_version.clone(), sample.id.kind.clone())) {
+            let mut example = sample.document.value.clone();
+            if let Some(metadata) = example.get_mut("metadata").and_then(Value::as_object_mut) {
+                metadata.remove("namespace");
+            }
+            examples.push(example);
+        } else {
+            warnings.push(Warning(format!(
+                "{}: sample {} is not of an owned API; left out of alm-examples",
+                sample.document.location, sample.id
+            )));
+        }
+    }
+    examples
+}
+
+/// The manifests the bundle carries beside its CSV: every supported object not folded into
+/// the CSV (namespace dropped, named as operator-sdk names them), and the CRDs. Objects a
+/// bundle cannot carry are warned of, with their file and line.
+fn extra_manifests(
+    objects: &[KubeObject],
+    crds: &[&KubeObject],
+    consumed: &BTreeSet<usize>,
+    service_accounts: &BTreeSet<String>,
+    owned_gvks: &BTreeSet<(String, String)>,
+    warnings: &mut Vec<Warning>,
+) -> Result<BTreeMap<String, String>, GenerateError> {
+    let mut files = BTreeMap::new();
+    for (index, object) in objects.iter().enumerate() {
+        let kind = object.id.kind.as_str();
+        if consumed.contains(&index) || kind == "Deployment" || kind == "CustomResourceDefinition" {
+            continue;
+        }
+        if kind == "ServiceAccount" && service_accounts.contains(&object.id.name) {
+            continue; // OLM creates the CSV's service accounts.
+        }
+        if kind == "ClusterServiceVersion" {
+            warnings.push(Warning(format!(
+                "{}: a ClusterServiceVersion in the manifests is ignored; the CSV is generated from the config",
+                object.document.location
+            )));
+            continue;
+        }
+        if owned_gvks.contains(&(object.id.api_version.clone(), kind.to_string())) {
+            warnings.push(Warning(format!(
+                "{}: {} is a custom resource of an owned API; use it as a sample (alm-examples), a bundle cannot carry it",
+                object.document.location, object.id
+            )));
+            continue;
+        }
+        if !SUPPORTED_KINDS.contains(&kind) {
+            warnings.push(Warning(format!(
+                "{}: {} is not a kind a registry+v1 bundle can carry; it is not in the bundle (operator-sdk would drop it silently)",
+                object.document.location, object.id
+            )));
+            continue;
+        }
+        let mut value = object.document.value.clone();
+        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("namespace");
+        }
+        let group = object.group();
+        let version = version_of(&object.id.api_version);
+        let stem = if group.is_empty() {
+            format!("{}_{version}_{}", object.id.name, kind.to_lowercase())
+        } else {
+            format!(
+                "{}_{group}_{version}_{}",
+                object.id.name,
+                kind.to_lowercase()
+            )
+        };
+        insert_unique(
+            &mut files,
+            format!("manifests/{stem}.yaml"),
+            to_yaml(&value)?,
+        );
+    }
+    for crd in crds {
+        let value = &crd.document.value;
+        let name = format!(
+            "manifests/{}_{}.yaml",
+            text(value, "/spec/group"),
+            text(value, "/spec/names/plural")
+        );
+        insert_unique(&mut files, name, to_yaml(value)?);
+    }
+    Ok(files)
 }
 
 fn insert_unique(files: &mut BTreeMap<String, String>, mut name: String, content: String) {

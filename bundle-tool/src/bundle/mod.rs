@@ -5,6 +5,7 @@
 pub mod annotations;
 pub mod config;
 pub mod generate;
+pub mod read;
 pub mod write;
 
 pub use annotations::BundleAnnotations;

@@ -6,7 +6,7 @@
 //! current head, so the channel stays one upgrade chain. The result is validated as a whole
 //! before the package's file is replaced (see [`super::package_file`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::bundle_source::BundleSources;
 use super::declcfg::{
@@ -14,6 +14,7 @@ use super::declcfg::{
 };
 use super::package_file::PackageFile;
 use super::render::{is_bundle_dir, render_bundle_dir};
+use crate::location::Location;
 
 /// `bundle-tool catalog add`.
 #[derive(clap::Args, Debug)]
@@ -84,8 +85,8 @@ pub fn run(args: &AddArgs) -> Result<String, String> {
 }
 
 fn render_argument(args: &AddArgs) -> Result<Bundle, String> {
-    let path = Path::new(&args.bundle);
-    if path.exists() {
+    let location = Location::of(&args.bundle);
+    if let Ok(Location::Local(path)) = &location {
         if !is_bundle_dir(path) {
             return Err(format!(
                 "{}: not a bundle folder (no manifests/ and metadata/)",
@@ -101,6 +102,7 @@ fn render_argument(args: &AddArgs) -> Result<Bundle, String> {
             args.bundle
         ));
     }
+    location.map_err(|e| e.to_string())?;
     BundleSources::new(args.plain_http).render_image(&args.bundle)
 }
 

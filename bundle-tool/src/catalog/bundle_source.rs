@@ -11,9 +11,16 @@ use std::path::{Path, PathBuf};
 
 use super::declcfg::Bundle;
 use super::render::{is_bundle_dir, render_bundle_dir};
+use crate::image::BUNDLE_PACKAGE_LABEL;
 
-/// The bundle image label that marks an image as a bundle (opm checks it too).
-const BUNDLE_PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
+/// Reads a `--bundle-source REF=DIR` argument (`catalog template` and `serve` alike). An
+/// image reference has no `=`, so the first one ends it.
+pub fn parse_mapping(spec: &str) -> Result<(String, PathBuf), String> {
+    spec.split_once('=')
+        .filter(|(r, d)| !r.is_empty() && !d.is_empty())
+        .map(|(r, d)| (r.to_string(), PathBuf::from(d)))
+        .ok_or_else(|| format!("--bundle-source {spec:?}: expected REF=DIR"))
+}
 
 /// How bundle image references are turned into rendered bundles.
 #[derive(Clone, Debug, Default)]
@@ -37,10 +44,7 @@ impl BundleSources {
     /// Relative folders are taken relative to `base` (the template's folder, so that a
     /// template and its mappings move together).
     pub fn add_mapping(&mut self, spec: &str, base: &Path) -> Result<(), String> {
-        let (reference, dir) = spec
-            .split_once('=')
-            .filter(|(r, d)| !r.is_empty() && !d.is_empty())
-            .ok_or_else(|| format!("--bundle-source {spec:?}: expected REF=DIR"))?;
+        let (reference, dir) = parse_mapping(spec)?;
         let dir = base.join(dir);
         if !is_bundle_dir(&dir) {
             return Err(format!(
@@ -48,7 +52,7 @@ impl BundleSources {
                 dir.display()
             ));
         }
-        self.local.insert(reference.to_string(), dir);
+        self.local.insert(reference, dir);
         Ok(())
     }
 
@@ -66,31 +70,20 @@ impl BundleSources {
         }
         let pulled = self
             .pull(reference)
-            .map_err(|e| format!("render reference {reference:?}: {e:#}"))?;
-        render_bundle_dir(pulled.path(), reference)
+            .map_err(|e| format!("render reference {reference:?}: {e}"))?;
+        render_bundle_dir(pulled.root(), reference)
             .map_err(|e| format!("render reference {reference:?}: {e}"))
     }
 
     /// Pulls a bundle image into a temporary folder (removed when the value is dropped).
-    fn pull(&self, reference: &str) -> anyhow::Result<tempfile::TempDir> {
-        let parsed: oci_client::Reference = reference
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{reference:?} is not an image reference: {e}"))?;
-        let client = crate::image::RegistryClient::new(
-            self.plain_http,
-            crate::image::Credentials::from_auth_files(parsed.registry()),
-        );
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let image = runtime.block_on(client.pull(&parsed))?;
-        let config: serde_json::Value = serde_json::from_slice(&image.config)?;
-        anyhow::ensure!(
-            config["config"]["Labels"][BUNDLE_PACKAGE_LABEL].is_string(),
-            "image type could not be determined: not a bundle image (no {BUNDLE_PACKAGE_LABEL} label)"
-        );
-        let folder = tempfile::tempdir()?;
-        crate::image::unpack_layer(&image.layer, folder.path())?;
-        Ok(folder)
+    fn pull(&self, reference: &str) -> Result<crate::image::PulledImage, String> {
+        let image =
+            crate::image::pull_to_temp(reference, self.plain_http).map_err(|e| e.to_string())?;
+        if image.kind != Some(crate::image::ImageKind::Bundle) {
+            return Err(format!(
+                "image type could not be determined: not a bundle image (no {BUNDLE_PACKAGE_LABEL} label)"
+            ));
+        }
+        Ok(image)
     }
 }

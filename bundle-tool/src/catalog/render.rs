@@ -11,12 +11,10 @@ use serde_json::{Value, json};
 
 use super::declcfg::{Bundle, Property, RawJson, RelatedImage};
 use crate::bundle::annotations::PACKAGE_KEY;
+use crate::go_json::{go_json, go_numbers};
 use crate::manifest::read_stream;
 
-/// Whether `dir` is a bundle folder (it has `manifests/` and `metadata/`), as opm decides.
-pub fn is_bundle_dir(dir: &Path) -> bool {
-    dir.join("manifests").is_dir() && dir.join("metadata").is_dir()
-}
+pub use crate::bundle::read::is_bundle_dir;
 
 fn files_sorted(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -48,36 +46,6 @@ fn first_document(path: &Path) -> Option<Value> {
             .collect::<Vec<_>>()
     };
     documents.into_iter().next().map(go_numbers)
-}
-
-/// Numbers as Go's `unstructured` objects re-encode them: whole floats become integers.
-pub(crate) fn go_numbers(value: Value) -> Value {
-    match value {
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or_default();
-            if f.fract() == 0.0 && f.abs() < 1e15 {
-                json!(f as i64)
-            } else {
-                Value::Number(n)
-            }
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(go_numbers).collect()),
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (k, go_numbers(v))).collect())
-        }
-        other => other,
-    }
-}
-
-/// Compact JSON as Go's encoder writes it: sorted keys, `<`, `>`, `&` escaped.
-pub(crate) fn go_json(value: &Value) -> String {
-    serde_json::to_string(value)
-        .unwrap_or_default()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
 }
 
 fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {

@@ -3,10 +3,13 @@
 //! and pulled back safely.
 
 mod build;
+mod credentials;
 mod layout;
+mod pull;
 mod push;
 mod reference;
 mod registry;
+mod retry;
 mod rootfs;
 mod session;
 mod unpack;
@@ -14,9 +17,11 @@ mod unpack;
 pub use build::{
     BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image, build_catalog_image,
 };
+pub use credentials::Credentials;
 pub use layout::{read_layout, write_layout};
+pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_temp};
 pub use reference::parse_reference;
-pub use registry::{Credentials, RegistryClient};
+pub use registry::RegistryClient;
 pub use rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
 pub use unpack::unpack_layer;
 

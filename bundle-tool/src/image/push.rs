@@ -4,35 +4,21 @@
 //! the registry's digest is ours. Each step is retried on its own when it fails transiently.
 
 use std::future::Future;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 use super::BuiltImage;
+use super::retry::with_backoff;
 use super::session::{Answer, ExchangeError, Session, status_error};
 
-/// Retries `operation` on transient failures with the same backoff as the oci-client path:
-/// 200 ms doubling up to 5 s, `attempts` tries in all.
-pub async fn retry<T, F, Fut>(attempts: u32, what: &str, mut operation: F) -> anyhow::Result<T>
+/// Retries a session exchange with the shared backoff (see [`super::retry`]).
+async fn retry<T, F, Fut>(attempts: u32, what: &str, operation: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ExchangeError>>,
 {
-    let mut delay = Duration::from_millis(200);
-    let mut attempt = 1;
-    loop {
-        match operation().await {
-            Ok(value) => return Ok(value),
-            Err(error) if attempt < attempts && error.transient => {
-                tracing::debug!(%error, attempt, "{what}: retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-                attempt += 1;
-            }
-            Err(error) => anyhow::bail!("{what}: {error}"),
-        }
-    }
+    with_backoff(attempts, what, |e: &ExchangeError| e.transient, operation).await
 }
 
 /// Pushes `image` to `repository:reference` on `session`; returns the digest the registry

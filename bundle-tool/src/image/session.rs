@@ -14,7 +14,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::sync::OnceCell;
 
-use super::registry::Credentials;
+use super::credentials::Credentials;
 
 /// How a registry wants to be talked to, learnt from its answer to `GET /v2/`.
 #[derive(Clone, Debug, PartialEq, Eq)]

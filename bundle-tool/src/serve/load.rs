@@ -108,33 +108,11 @@ pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, String> {
 
 /// Pulls a bundle image and reads its manifests.
 fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, String> {
-    let parsed: oci_client::Reference = reference
-        .parse()
-        .map_err(|e| format!("{reference:?} is not an image reference: {e}"))?;
-    let client = crate::image::RegistryClient::new(
-        plain_http,
-        crate::image::Credentials::from_auth_files(parsed.registry()),
-    );
-    let pull = client.pull(&parsed);
-    let image = match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle.block_on(pull),
-        Err(_) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?
-            .block_on(pull),
-    }
-    .map_err(|e| format!("pull {reference}: {e:#}"))?;
-    let folder = tempfile::tempdir().map_err(|e| e.to_string())?;
-    crate::image::unpack_layer(&image.layer, folder.path())
-        .map_err(|e| format!("unpack {reference}: {e}"))?;
-    bundle_dir_objects(folder.path())
-}
-
-/// Reads `--bundle-source REF=DIR` arguments.
-pub fn parse_bundle_source(text: &str) -> Result<(String, PathBuf), String> {
-    let (reference, dir) = text
-        .rsplit_once('=')
-        .ok_or_else(|| format!("{text:?}: expected IMAGE=DIR"))?;
-    Ok((reference.to_string(), PathBuf::from(dir)))
+    use crate::image::PullError;
+    let image = crate::image::pull_to_temp(reference, plain_http).map_err(|e| match e {
+        PullError::Reference(_) => e.to_string(),
+        PullError::Unpack(_) => format!("unpack {reference}: {e}"),
+        _ => format!("pull {reference}: {e}"),
+    })?;
+    bundle_dir_objects(image.root())
 }

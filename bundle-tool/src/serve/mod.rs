@@ -17,7 +17,6 @@
 //!   HTTP view; [`reload`]: SIGHUP and file watching.
 
 pub mod api;
-pub mod cli;
 pub mod csv;
 pub mod direct_bundle;
 pub mod encoded;

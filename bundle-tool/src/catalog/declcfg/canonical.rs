@@ -10,10 +10,10 @@
 use std::cell::RefCell;
 use std::fmt::{self, Write};
 
+use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::raw::KeyIs;
-use super::yaml::push_json_escaped;
+use crate::go_json::push_escaped as push_json_escaped;
 
 /// The canonical text of the value `deserializer` holds.
 pub(super) fn canonical_text<'de, D: Deserializer<'de>>(
@@ -165,6 +165,28 @@ impl<'de> Visitor<'de> for Canonical<'_> {
         }
         self.out.push('}');
         Ok(())
+    }
+}
+
+/// An object key, borrowed when it has no escapes.
+pub(super) struct KeyIs<'de>(pub(super) std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for KeyIs<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KeyIs<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = KeyIs<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<KeyIs<'de>, E> {
+                Ok(KeyIs(key.into()))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<KeyIs<'de>, E> {
+                Ok(KeyIs(key.to_string().into()))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::load::check_bundle_objects;
+use super::document::check_bundle_objects;
 use super::{
     Bundle, Channel, DeclarativeConfig, Deprecation, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,

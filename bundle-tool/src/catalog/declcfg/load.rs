@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::document::check_bundle_objects;
 use super::ignore::IgnoreRules;
 use super::{
     Bundle, Channel, DeclarativeConfig, Deprecation, Meta, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
@@ -59,47 +60,61 @@ pub fn load_file(file: &Path) -> Result<DeclarativeConfig, LoadError> {
     Ok(config)
 }
 
+/// When a catalog's files, parsed on worker threads, are handed to the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Join {
+    /// Each as soon as it and every file before it in walk order are parsed, largest files
+    /// parsed first: for callers that keep little of each file (validate's early checks,
+    /// render's spool), whose memory then does not grow with the catalog.
+    AsParsed,
+    /// All at once after every file is parsed: for callers that keep everything (the
+    /// server). Joining during the parse left the server's heap fragmented (idle RSS on the
+    /// generated catalog 31 -> 52 MiB).
+    AfterAll,
+}
+
+/// The one catalog loader: walks `root` like opm ([`catalog_files`]), parses every file on
+/// worker threads, runs `per_file` on each file's documents there, and hands the results to
+/// `consume` on the calling thread in walk order, so the first error reported is the one a
+/// sequential load gives.
+pub fn load_each<R, E>(
+    root: &Path,
+    join: Join,
+    per_file: impl Fn(&Path, DeclarativeConfig) -> Result<R, E> + Sync,
+    mut consume: impl FnMut(R) -> Result<(), E>,
+) -> Result<(), E>
+where
+    R: Send,
+    E: From<LoadError> + Send,
+{
+    let files = catalog_files(root)?;
+    let parse = |file: &PathBuf| -> Result<R, E> { per_file(file, load_file(file)?) };
+    match join {
+        Join::AsParsed => {
+            let size = |i: usize| std::fs::metadata(&files[i]).map_or(0, |m| m.len());
+            crate::parallel::for_each_ordered_largest_first(&files, size, parse, |r| consume(r?))
+        }
+        Join::AfterAll => {
+            for result in crate::parallel::map_dynamic(&files, parse) {
+                consume(result?)?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Loads every catalog file below `root`.
 pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, LoadError> {
-    let files = catalog_files(root)?;
-    // Files are parsed on every core, each into its own config; they are then joined in walk
-    // order, so the result (and the first error reported) is what a sequential load gives.
-    // Joined only once every file is parsed, not as results come (as `catalog validate`
-    // does): a server keeps what it builds from this, and joining during the parse left its
-    // heap fragmented (idle RSS on the generated catalog 31 -> 52 MiB).
-    let load_file = |file: &PathBuf| load_file(file);
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(files.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<DeclarativeConfig, LoadError>>> =
-        (0..files.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(file) = files.get(index) else { break };
-                        done.push((index, load_file(file)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for handle in handles {
-            for (index, result) in handle.join().expect("a loader thread panicked") {
-                results[index] = Some(result);
-            }
-        }
-    });
-    let parts: Vec<DeclarativeConfig> = results.into_iter().flatten().collect::<Result<_, _>>()?;
     let mut config = DeclarativeConfig::default();
-    for part in parts {
-        config.append(part);
-    }
+    load_each(
+        root,
+        Join::AfterAll,
+        |_, part| Ok(part),
+        |part| {
+            config.append(part);
+            Ok(())
+        },
+    )?;
     Ok(config)
 }
 
@@ -309,21 +324,6 @@ pub fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(
             name,
             blob,
         }),
-    }
-    Ok(())
-}
-
-/// Decodes every inline `olm.bundle.object` once, as opm does when it loads a bundle: bad
-/// base64 fails the load.
-pub(super) fn check_bundle_objects(bundle: &Bundle) -> Result<(), String> {
-    for property in bundle
-        .properties
-        .iter()
-        .filter(|p| p.type_ == "olm.bundle.object")
-    {
-        let data = property.value.str_field("data").unwrap_or_default();
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
-            .map_err(|e| format!("read bundle objects: {e}"))?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
-use super::load::check_bundle_objects;
+use super::document::check_bundle_objects;
 use super::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Deprecation, DeprecationEntry, Icon, Package,
     PackageScopedReference, Property, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
@@ -58,9 +58,9 @@ struct AnyDocument {
     description: Option<String>,
     #[serde(default, deserialize_with = "present")]
     image: Option<String>,
-    #[serde(default, deserialize_with = "super::exact_vec_option")]
+    #[serde(default, deserialize_with = "super::document::exact_vec_option")]
     properties: Option<Vec<Property>>,
-    #[serde(default, deserialize_with = "super::exact_vec_option")]
+    #[serde(default, deserialize_with = "super::document::exact_vec_option")]
     related_images: Option<Vec<RelatedImage>>,
     #[serde(default, deserialize_with = "present")]
     entries: Option<Vec<AnyEntry>>,

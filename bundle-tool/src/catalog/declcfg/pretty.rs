@@ -26,7 +26,7 @@ fn newline(out: &mut Vec<u8>, depth: usize) {
 fn string(out: &mut Vec<u8>, text: &str) {
     let mut escaped = String::with_capacity(text.len() + 2);
     escaped.push('"');
-    super::yaml::push_json_escaped(&mut escaped, text);
+    crate::go_json::push_escaped(&mut escaped, text);
     escaped.push('"');
     out.extend_from_slice(escaped.as_bytes());
 }

@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::Serializer;
 
-use super::canonical::canonical_text;
+use super::canonical::{KeyIs, canonical_text};
 use super::transcode::Transcode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -311,28 +311,6 @@ impl<'de, const N: usize> Visitor<'de> for FieldVisitor<'_, N> {
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok([const { None }; N])
-    }
-}
-
-/// An object key, borrowed when it has no escapes.
-pub(super) struct KeyIs<'de>(pub(super) std::borrow::Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for KeyIs<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KeyIs<'de>, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = KeyIs<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<KeyIs<'de>, E> {
-                Ok(KeyIs(key.into()))
-            }
-            fn visit_str<E>(self, key: &str) -> Result<KeyIs<'de>, E> {
-                Ok(KeyIs(key.to_string().into()))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

@@ -14,7 +14,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::catalog::declcfg::numbers_are_plain;
-use crate::catalog::render::go_json;
+use crate::go_json::{go_json, go_numbers};
 
 /// opm's text for the property value stored as `raw` (compact, keys sorted).
 pub fn opm_property_json(raw: &str) -> Cow<'_, str> {
@@ -22,9 +22,7 @@ pub fn opm_property_json(raw: &str) -> Cow<'_, str> {
         return Cow::Borrowed(raw);
     }
     match serde_json::from_str::<Value>(raw) {
-        Ok(value) => Cow::Owned(
-            serde_json::to_string(&crate::catalog::render::go_numbers(value)).unwrap_or_default(),
-        ),
+        Ok(value) => Cow::Owned(serde_json::to_string(&go_numbers(value)).unwrap_or_default()),
         Err(_) => Cow::Borrowed(raw),
     }
 }
@@ -174,7 +172,7 @@ mod tests {
     /// The round trip the fast path must agree with.
     fn round_trip(raw: &str) -> String {
         let value: Value = serde_json::from_str(raw).unwrap();
-        serde_json::to_string(&crate::catalog::render::go_numbers(value)).unwrap()
+        serde_json::to_string(&go_numbers(value)).unwrap()
     }
 
     #[test]

@@ -20,12 +20,6 @@ mod scalar;
 mod tests;
 mod text;
 
-/// Appends `text` escaped for a JSON string, exactly as `serde_json` escapes it (quotes,
-/// backslashes and control characters only).
-pub(crate) fn push_json_escaped(out: &mut String, text: &str) {
-    scalar::push_escaped(out, text);
-}
-
 /// Transcodes a YAML stream into a JSON stream: one JSON object per non-empty document,
 /// each followed by a newline. `None` when the text uses anything outside the subset this
 /// module reads with certainty; the caller then parses it with serde-saphyr.

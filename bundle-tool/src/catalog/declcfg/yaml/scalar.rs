@@ -91,60 +91,8 @@ fn classify_digits(s: &str) -> Plain {
     Plain::Str
 }
 
-/// Appends `s` as the inside of a JSON string (no quotes).
-pub(super) fn push_escaped(out: &mut String, s: &str) {
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        // Eight bytes at a time while none needs escaping: long descriptions are most of a
-        // catalog's text, and a byte-by-byte test was a tenth of a corpus render.
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if !needs_escape(word) {
-                i += 8;
-                continue;
-            }
-        }
-        let b = bytes[i];
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            out.push_str(&s[start..i]);
-            push_escaped_byte(out, b);
-            start = i + 1;
-        }
-        i += 1;
-    }
-    out.push_str(&s[start..]);
-}
-
-/// Whether any of the eight bytes of `word` is `"`, `\` or below 0x20 (may say yes for a
-/// byte that is not, never no for one that is).
-fn needs_escape(word: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below = |w: u64, n: u64| w.wrapping_sub(ONES * n) & !w & HIGH;
-    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
-    (below(word, 0x20) | zero(word ^ (ONES * b'"' as u64)) | zero(word ^ (ONES * b'\\' as u64)))
-        != 0
-}
-
-fn push_escaped_byte(out: &mut String, b: u8) {
-    match b {
-        b'"' => out.push_str("\\\""),
-        b'\\' => out.push_str("\\\\"),
-        b'\n' => out.push_str("\\n"),
-        b'\t' => out.push_str("\\t"),
-        b'\r' => out.push_str("\\r"),
-        0x08 => out.push_str("\\b"),
-        0x0c => out.push_str("\\f"),
-        _ => {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
-        }
-    }
-}
+pub(super) use crate::go_json::push_escaped;
+use crate::go_json::push_escaped_byte;
 
 /// Appends one decoded character (from a YAML escape) to a JSON string.
 pub(super) fn push_char(out: &mut String, c: char) {

@@ -1,0 +1,128 @@
+//! `bundle-tool audit`: find the bundles, audit them in parallel (with a progress bar on a
+//! terminal), render the report, and fail when a bundle is below `--min-level`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use super::{Action, ActionError, Outcome};
+use crate::audit::source::{self, AuditTarget};
+use crate::audit::{AuditReport, live, report};
+use crate::location::Location;
+
+/// Report formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    /// A table per bundle, for terminals.
+    Text,
+    /// The documented JSON schema (`docs/capability-levels.md`).
+    Json,
+    /// Markdown, for pull-request comments.
+    Md,
+    /// One self-contained HTML page with charts.
+    Html,
+}
+
+/// `bundle-tool audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// A bundle folder, a folder of bundle folders (`<package>/<version>/`), a file-based
+    /// catalog folder, or a bundle or catalog image reference.
+    pub target: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: AuditFormat,
+    /// Exit 1 unless every audited bundle reaches this level (independently), for release CI.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub min_level: Option<u8>,
+    /// Audit every bundle of a catalog or folder, not only the newest of each package.
+    #[arg(long)]
+    pub all_bundles: bool,
+    /// Also probe a cluster where the operator is installed (metrics, conversion, conditions).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The namespace of the operator's metrics Service (default: search every namespace).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Bundles audited at the same time (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Pull image references over plain HTTP.
+    #[arg(long)]
+    pub plain_http: bool,
+}
+
+impl Action for AuditArgs {
+    fn run(&self) -> Result<Outcome, ActionError> {
+        // Keeps a pulled image's folder alive until the audit is done.
+        let mut _pulled = None;
+        let targets = match Location::of(&self.target)? {
+            Location::Local(path) => source::targets_in(&path, self.all_bundles)?,
+            Location::Image(reference) => {
+                let image = crate::image::pull_to_temp(&reference, self.plain_http)?;
+                let mut targets = source::targets_in(image.root(), self.all_bundles)?;
+                for target in &mut targets {
+                    if let AuditTarget::Folder { source, .. } = target {
+                        *source = self.target.clone();
+                    }
+                }
+                _pulled = Some(image);
+                targets
+            }
+        };
+        let probe = match &self.kubeconfig {
+            Some(kubeconfig) => Some(live::LiveProbe::new(kubeconfig, self.namespace.clone())?),
+            None => None,
+        };
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(targets.len() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "auditing {bar:40} {pos}/{len} bundles ({elapsed})",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        let jobs = self
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let (audits, errors) = crate::audit::audit_targets(
+            &targets,
+            jobs,
+            &|| {
+                if let Some(bar) = &bar {
+                    bar.inc(1);
+                }
+            },
+            &|evidence| {
+                if let Some(probe) = &probe {
+                    evidence.live = Some(probe.probe(evidence));
+                }
+            },
+        );
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let report = AuditReport::new(self.target.clone(), audits, errors);
+        let text = match self.output {
+            AuditFormat::Text => report::text::render(&report),
+            AuditFormat::Json => report::json::render(&report)?,
+            AuditFormat::Md => report::markdown::render(&report),
+            AuditFormat::Html => report::html::render(&report)?,
+        };
+        let mut notes: Vec<String> = report
+            .errors
+            .iter()
+            .map(|error| format!("error: {}: {}", error.source, error.message))
+            .collect();
+        if let Some(min) = self.min_level {
+            for audit in report.bundles.iter().filter(|b| b.independent_level < min) {
+                notes.push(format!(
+                    "error: {} {} reaches level {}, below --min-level {min}",
+                    audit.package, audit.version, audit.independent_level
+                ));
+            }
+        }
+        Ok(Outcome::with_errors(text, notes))
+    }
+}

@@ -1,0 +1,72 @@
+//! Why a command could not run. Each area's own error is kept whole, and printed as the
+//! tool always printed it: the message, then each cause after `: `.
+
+use std::error::Error as _;
+
+use crate::bundle::config::ConfigError;
+use crate::bundle::generate::GenerateError;
+use crate::bundle::read::BundleReadError;
+use crate::catalog::declcfg::LoadError;
+use crate::image::PullError;
+use crate::location::LocationError;
+use crate::manifest::ManifestError;
+
+/// A command failed (exit code 1).
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    /// Neither an existing path nor an image reference.
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    /// Manifests could not be read.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// `bundle-tool.yaml` could not be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A bundle folder's labels could not be read.
+    #[error(transparent)]
+    Bundle(#[from] BundleReadError),
+    /// The manifests cannot make a bundle.
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+    /// A catalog file could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// An image could not be pulled into a folder.
+    #[error(transparent)]
+    Pull(#[from] PullError),
+    /// Reading or writing files or standard streams.
+    #[error("{}", with_causes(.0))]
+    Io(#[from] std::io::Error),
+    /// The areas that still report with anyhow (registry exchanges, unpacking, audit).
+    #[error("{0:#}")]
+    Other(#[from] anyhow::Error),
+    /// A message already worded for the user by an area that reports errors as text.
+    #[error("{0}")]
+    Message(String),
+}
+
+impl ActionError {
+    /// A message already worded for the user.
+    pub fn message(text: impl Into<String>) -> ActionError {
+        ActionError::Message(text.into())
+    }
+
+    /// Whether this is standard output closing early (`bundle-tool objects . | head`): the
+    /// reader's choice, not a failure.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, ActionError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// `error` and each of its causes after `: ` (anyhow's `{:#}`, which the tool used to print).
+fn with_causes(error: &std::io::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}

@@ -1,0 +1,58 @@
+//! Every command of `bundle-tool`, as the library runs it.
+//!
+//! One shape for all, like operator-registry's `alpha/action`: a verb is a struct of options
+//! (its clap arguments) implementing [`Action`], whose `run` does the work and returns an
+//! [`Outcome`] — what to print on standard output, the lines meant for people on standard
+//! error, and whether the command succeeded. Actions never print and never exit; the binary
+//! prints the outcome and maps it to an exit code: 0 success, 1 findings or failure (an
+//! [`ActionError`] is a failure too), 2 usage (clap's own). Process-wide choices — allocator
+//! settings, logging, not freeing what the process is about to drop — belong to the binary.
+//!
+//! A new command is a new file here with its options and `impl Action`, and one line in
+//! `main.rs`'s list of commands.
+
+mod audit;
+mod build;
+mod catalog;
+mod error;
+mod generate;
+mod objects;
+mod outcome;
+mod push;
+mod registry_args;
+mod serve;
+mod validate;
+
+pub use audit::{AuditArgs, AuditFormat};
+pub use build::BuildArgs;
+pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
+pub use error::ActionError;
+pub use generate::GenerateArgs;
+pub use objects::ObjectsArgs;
+pub use outcome::{Outcome, Output, Status};
+pub use push::{InspectArgs, PullArgs, PushAllArgs, PushArgs};
+pub use registry_args::RegistryArgs;
+pub use serve::ServeArgs;
+pub use validate::{ValidateArgs, ValidateFormat};
+
+pub use crate::catalog::add::AddArgs;
+pub use crate::catalog::deprecate::DeprecateArgs;
+pub use crate::catalog::graph::GraphArgs;
+pub use crate::catalog::template::TemplateArgs;
+
+/// A command: its options, and running it.
+pub trait Action {
+    /// Runs the command; everything it has to say is in the outcome or the error.
+    fn run(&self) -> Result<Outcome, ActionError>;
+}
+
+/// Pulls an image to read it as a folder; it must be a bundle or a catalog image.
+fn pulled(reference: &str, plain_http: bool) -> Result<crate::image::PulledImage, ActionError> {
+    let image = crate::image::pull_to_temp(reference, plain_http)?;
+    match image.kind {
+        Some(_) => Ok(image),
+        None => Err(ActionError::message(format!(
+            "{reference}: image type could not be determined (no catalog or bundle labels)"
+        ))),
+    }
+}

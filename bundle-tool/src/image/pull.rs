@@ -1,0 +1,97 @@
+//! An image pulled and unpacked into a temporary folder, so that commands read an image the
+//! way they read a folder. What kind of image it is comes from its labels, as opm decides.
+
+use std::path::{Path, PathBuf};
+
+use super::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, parse_reference, unpack_layer};
+
+/// The label every bundle image carries (opm checks it too).
+pub const BUNDLE_PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
+
+/// What an image holds, by its labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageKind {
+    /// A bundle image (`operators.operatorframework.io.bundle.package.v1`).
+    Bundle,
+    /// A catalog image (`operators.operatorframework.io.index.configs.v1`).
+    Catalog,
+}
+
+/// Why an image could not be pulled into a folder; each step keeps its own words because
+/// commands report them differently.
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    /// The text is not an image reference.
+    #[error("{0:#}")]
+    Reference(anyhow::Error),
+    /// The registry exchange failed (after retries) or a digest did not match.
+    #[error("{0:#}")]
+    Registry(anyhow::Error),
+    /// The layer could not be unpacked safely.
+    #[error("{0:#}")]
+    Unpack(anyhow::Error),
+    /// The image config is not JSON.
+    #[error("the image config is not JSON: {0}")]
+    Config(#[from] serde_json::Error),
+    /// The temporary folder could not be made.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// An image unpacked into a temporary folder, removed when this value is dropped.
+#[derive(Debug)]
+pub struct PulledImage {
+    /// Held for its `Drop`, which removes the folder.
+    _folder: tempfile::TempDir,
+    root: PathBuf,
+    /// The kind the labels show, if any.
+    pub kind: Option<ImageKind>,
+}
+
+impl PulledImage {
+    /// The folder to read: the catalog folder an `index.configs.v1` label names, else the
+    /// unpacked root (a bundle's `manifests/` and `metadata/` are there).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// Pulls `reference` (credentials from the auth files) and unpacks its layer.
+pub fn pull_to_temp(reference: &str, plain_http: bool) -> Result<PulledImage, PullError> {
+    let parsed = parse_reference(reference).map_err(PullError::Reference)?;
+    let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
+    let image = block_on(client.pull(&parsed))?.map_err(PullError::Registry)?;
+    let config: serde_json::Value = serde_json::from_slice(&image.config)?;
+    let folder = tempfile::tempdir()?;
+    unpack_layer(&image.layer, folder.path()).map_err(PullError::Unpack)?;
+    let labels = &config["config"]["Labels"];
+    let (root, kind) = match labels[CATALOG_CONFIGS_LABEL].as_str() {
+        Some(configs) => (
+            folder.path().join(configs.trim_start_matches('/')),
+            Some(ImageKind::Catalog),
+        ),
+        None => (
+            folder.path().to_path_buf(),
+            labels[BUNDLE_PACKAGE_LABEL]
+                .is_string()
+                .then_some(ImageKind::Bundle),
+        ),
+    };
+    Ok(PulledImage {
+        _folder: folder,
+        root,
+        kind,
+    })
+}
+
+/// Runs a pull to completion from synchronous code: on the caller's runtime when there is
+/// one (the server pulls from its blocking threads), else on a runtime made for it.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, std::io::Error> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => Ok(handle.block_on(future)),
+        Err(_) => Ok(tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(future)),
+    }
+}
