@@ -94,7 +94,13 @@ async fn main() -> anyhow::Result<()> {
         let mut owner = cluster(index);
         owner.metadata.namespace = Some("floor".into());
         owner.metadata.uid = Some(format!("00000000-0000-0000-0000-{index:012}"));
-        let mut set = redis_operator::resources::stateful_set(&owner);
+        let mut set = redis_operator::resources::stateful_set(
+            &owner,
+            &redis_operator::resources::SetInputs {
+                replicas: owner.spec.replicas,
+                password_version: None,
+            },
+        );
         set.metadata.owner_references = None;
         floor_sets.create(&PostParams::default(), &set).await?;
     }

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -29,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::api::v1::{RedisCluster, RedisClusterStatus};
 use crate::metrics::Metrics;
+use crate::replication::{self, Recorded};
 use crate::resources;
 use crate::status::{self, Observed};
 
@@ -42,6 +43,10 @@ pub const APPLIED_HASH_ANNOTATION: &str = "cache.example.com/applied-hash";
 pub const RECONCILE_CONCURRENCY: u16 = 16;
 /// How often a converged cluster is looked at again.
 pub const RESYNC: Duration = Duration::from_secs(300);
+/// How often a converged cluster whose Redis servers the operator manages is looked at:
+/// pod events wake it at once for deletions, restarts and readiness changes, this catches
+/// a primary that stops answering without its pod noticing.
+pub const REPLICATION_RESYNC: Duration = Duration::from_secs(10);
 /// How often a cluster that is still changing is looked at.
 pub const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
 
@@ -60,6 +65,9 @@ pub enum Error {
     /// The finalizer machinery failed.
     #[error("finalizer: {0}")]
     Finalizer(String),
+    /// A Secret the cluster needs is missing or unusable.
+    #[error("{0}")]
+    Secret(String),
 }
 
 impl Error {
@@ -80,6 +88,7 @@ impl Error {
             } => "ApiError",
             Error::Kube { .. } => "ClientError",
             Error::Finalizer(_) => "Finalizer",
+            Error::Secret(_) => "Secret",
         }
     }
 }
@@ -95,8 +104,14 @@ pub struct Context {
     pub client: kube::Client,
     /// Metrics the operator exports.
     pub metrics: Arc<Metrics>,
-    recorder: Recorder,
+    /// Talk to Redis (failover, repointing). Off, ordinal 0 is the primary and only the
+    /// labels are kept: for clusters whose pod network the operator cannot reach, and for
+    /// kwok, whose pods run nothing.
+    pub manage_replication: bool,
+    pub(crate) recorder: Recorder,
     failures: Mutex<HashMap<ObjectRef<RedisCluster>, u32>>,
+    /// Since when each cluster's primary has not answered.
+    pub(crate) primary_down_since: Mutex<HashMap<ObjectRef<RedisCluster>, Instant>>,
 }
 
 impl Context {
@@ -112,8 +127,10 @@ impl Context {
         Context {
             client,
             metrics,
+            manage_replication: true,
             recorder,
             failures: Mutex::new(HashMap::new()),
+            primary_down_since: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -154,6 +171,19 @@ pub async fn run(
         .owns(
             Api::<PodDisruptionBudget>::all(client.clone()),
             watcher::Config::default(),
+        )
+        // Pods belong to the StatefulSet, not to the cluster: mapped by their instance label,
+        // so a deleted or restarted Redis wakes its cluster's reconcile at once.
+        .watches(
+            Api::<Pod>::all(client.clone()),
+            watcher::Config::default().labels(&format!(
+                "app.kubernetes.io/name=redis,{}",
+                resources::INSTANCE_LABEL
+            )),
+            |pod| {
+                let cluster = pod.labels().get(resources::INSTANCE_LABEL)?.clone();
+                Some(ObjectRef::<RedisCluster>::new(&cluster).within(&pod.namespace()?))
+            },
         )
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, context)
@@ -215,25 +245,179 @@ pub fn error_policy(cluster: Arc<RedisCluster>, _error: &Error, ctx: Arc<Context
 
 async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
     let namespace = cluster.namespace().unwrap_or_default();
+    let name = cluster.name_any();
     let client = &ctx.client;
-    apply_child(client, &namespace, resources::config_map(cluster)).await?;
+    let password_version = match &cluster.spec.password_secret {
+        Some(secret) => Some(password_version(client, &namespace, &secret.name).await?),
+        None => None,
+    };
+    let replication_password = replication_password(cluster, ctx).await?;
     apply_child(client, &namespace, resources::headless_service(cluster)).await?;
-    apply_child(client, &namespace, resources::client_service(cluster)).await?;
     apply_child(
         client,
         &namespace,
         resources::pod_disruption_budget(cluster),
     )
     .await?;
-    let set = apply_child(client, &namespace, resources::stateful_set(cluster)).await?;
 
-    let observed = Observed::from_stateful_set(cluster.spec.replicas, Some(&set));
-    write_status(cluster, ctx, &observed, None).await?;
-    Ok(if observed.converged() {
-        Action::requeue(RESYNC)
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let recorded = maps
+        .get_opt(&resources::config_map_name(&name))
+        .await
+        .map_err(kube_err("reading the ConfigMap"))?
+        .and_then(|map| map.data)
+        .map(|data| Recorded {
+            primary: data
+                .get("primary")
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty()),
+            uid: data
+                .get("primary-uid")
+                .map(|u| u.trim().to_string())
+                .unwrap_or_default(),
+        })
+        .unwrap_or_default();
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
+    let existing_set = sets
+        .get_opt(&name)
+        .await
+        .map_err(kube_err("reading the StatefulSet"))?;
+    let update_revision = existing_set
+        .as_ref()
+        .and_then(|s| s.status.as_ref())
+        .and_then(|s| s.update_revision.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let pods = pods
+        .list(&ListParams::default().labels(&format!("{}={name}", resources::INSTANCE_LABEL)))
+        .await
+        .map_err(kube_err("listing the pods"))?
+        .items;
+    let outcome = replication::converge(
+        cluster,
+        ctx,
+        &pods,
+        &recorded,
+        update_revision.as_deref(),
+        &replication_password,
+    )
+    .await?;
+
+    apply_child(
+        client,
+        &namespace,
+        resources::config_map(cluster, &outcome.primary, &outcome.primary_uid),
+    )
+    .await?;
+    apply_child(client, &namespace, resources::client_service(cluster)).await?;
+    apply_child(client, &namespace, resources::replicas_service(cluster)).await?;
+    // A scale-down keeps the primary's pod until it has been switched away from.
+    let primary_ordinal = outcome
+        .primary
+        .strip_prefix(&format!("{name}-"))
+        .and_then(|o| o.parse::<i32>().ok())
+        .unwrap_or(0);
+    let replicas = if ctx.manage_replication {
+        cluster.spec.replicas.max(primary_ordinal + 1)
     } else {
-        Action::requeue(PROGRESS_REQUEUE)
-    })
+        cluster.spec.replicas
+    };
+    let set = apply_child(
+        client,
+        &namespace,
+        resources::stateful_set(
+            cluster,
+            &resources::SetInputs {
+                replicas,
+                password_version,
+            },
+        ),
+    )
+    .await?;
+
+    let mut observed = Observed::from_stateful_set(cluster.spec.replicas, Some(&set));
+    observed.primary = Some(outcome.primary.clone());
+    observed.replication_problem = outcome.problem.clone();
+    write_status(cluster, ctx, &observed, None).await?;
+    let next = if observed.converged() {
+        if ctx.manage_replication {
+            REPLICATION_RESYNC
+        } else {
+            RESYNC
+        }
+    } else {
+        PROGRESS_REQUEUE
+    };
+    Ok(Action::requeue(
+        outcome.recheck_in.map_or(next, |r| r.min(next)),
+    ))
+}
+
+/// The password Secret's resourceVersion, read as metadata only: the operator never holds the
+/// client password (the pods read it from the Secret themselves).
+async fn password_version(
+    client: &kube::Client,
+    namespace: &str,
+    secret: &str,
+) -> Result<String, Error> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    match secrets.get_metadata_opt(secret).await {
+        Ok(Some(meta)) => Ok(meta.metadata.resource_version.unwrap_or_default()),
+        Ok(None) => Err(Error::Secret(format!(
+            "the password Secret {namespace}/{secret} does not exist"
+        ))),
+        Err(e) => Err(kube_err(format!("reading Secret {secret}"))(e)),
+    }
+}
+
+/// The replication user's password: from the cluster's replication Secret, which is created
+/// (with a random password, owned by the cluster) when missing.
+async fn replication_password(cluster: &RedisCluster, ctx: &Context) -> Result<String, Error> {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let name = resources::replication_secret_name(&cluster.name_any());
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let read = |secret: Secret| {
+        secret
+            .data
+            .and_then(|d| d.get(resources::REPLICATION_PASSWORD_KEY).cloned())
+            .and_then(|b| String::from_utf8(b.0).ok())
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| {
+                Error::Secret(format!(
+                    "Secret {namespace}/{name} has no {} key",
+                    resources::REPLICATION_PASSWORD_KEY
+                ))
+            })
+    };
+    if let Some(secret) = secrets
+        .get_opt(&name)
+        .await
+        .map_err(kube_err(format!("reading Secret {name}")))?
+    {
+        return read(secret);
+    }
+    let password = random_password().map_err(|e| Error::Secret(format!("generating a password: {e}")))?;
+    match secrets
+        .create(&PostParams::default(), &resources::replication_secret(cluster, &password))
+        .await
+    {
+        Ok(_) => Ok(password),
+        // Another reconcile (or leader) created it first: use theirs.
+        Err(kube::Error::Api(status)) if status.code == 409 => read(
+            secrets
+                .get(&name)
+                .await
+                .map_err(kube_err(format!("reading Secret {name}")))?,
+        ),
+        Err(e) => Err(kube_err(format!("creating Secret {name}"))(e)),
+    }
+}
+
+/// 32 hex digits from the kernel's random source (128 bits).
+fn random_password() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Deletes the StatefulSet first (so no pod holds a claim), then the claims; the finalizer is
@@ -367,6 +551,7 @@ async fn report_failure(cluster: &RedisCluster, ctx: &Context, error: &Error) {
     let observed = Observed {
         desired: cluster.spec.replicas,
         ready: previous.map(|s| s.ready_replicas).unwrap_or(0),
+        primary: previous.and_then(|s| s.primary.clone()),
         ..Default::default()
     };
     if let Err(status_error) = write_status(cluster, ctx, &observed, Some(&message)).await {

@@ -64,6 +64,11 @@ struct RunArgs {
     /// Seconds a leader's Lease lasts without renewal.
     #[arg(long, default_value_t = 15)]
     lease_duration_seconds: u64,
+    /// Run replication and failover by talking to each Redis over the pod network. Off
+    /// (`=false`), ordinal 0 is always the primary and the operator only keeps the role
+    /// labels: for a cluster whose pod network the operator cannot reach.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    manage_replication: bool,
 }
 
 #[tokio::main]
@@ -119,6 +124,7 @@ async fn main() -> anyhow::Result<()> {
                 lease_name: args.lease_name,
                 identity,
                 lease_duration: Duration::from_secs(args.lease_duration_seconds),
+                manage_replication: args.manage_replication,
             };
             run(options, shutdown_signal()).await?;
         }

@@ -43,6 +43,12 @@ const CLUSTER_RULES: &[(&str, &[&str], &[&str])] = &[
         &["persistentvolumeclaims"],
         &["list", "delete", "deletecollection"],
     ),
+    // Pods: watched for failover, labelled with their role, deleted one at a time for a
+    // rolling update (the StatefulSet is OnDelete).
+    ("", &["pods"], &["get", "list", "watch", "patch", "delete"]),
+    // Secrets: the password Secret is read as metadata only (its resourceVersion rolls the
+    // pods); the replication Secret is the operator's own, created once per cluster.
+    ("", &["secrets"], &["get", "create"]),
     ("events.k8s.io", &["events"], &["create", "patch"]),
 ];
 

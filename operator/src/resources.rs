@@ -1,11 +1,17 @@
-//! What a `RedisCluster` is reconciled into: a ConfigMap (redis.conf), a headless Service, a
-//! client Service, a StatefulSet and a PodDisruptionBudget. Pure functions of the custom
-//! resource, so they are tested without a cluster.
+//! What a `RedisCluster` is reconciled into: a ConfigMap (redis.conf and the scripts every pod
+//! starts and is probed with), a headless Service, the client Service (the primary only), the
+//! replicas Service, a StatefulSet, a PodDisruptionBudget and the replication Secret. Pure
+//! functions of the custom resource and of what the operator decided (the primary), so they
+//! are tested without a cluster.
+//!
+//! Passwords never reach a command line: the start script writes them into a config file in
+//! the pod's memory-backed `/run/redis` (the client password only as its SHA-256, an ACL
+//! `#hash`), and probes authenticate through `REDISCLI_AUTH`.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Resource, ResourceExt};
@@ -21,6 +27,17 @@ pub const EXPORTER_PORT: i32 = 9121;
 pub const DEFAULT_EXPORTER_IMAGE: &str = "quay.io/oliver006/redis_exporter:v1.62.0";
 /// Label with the RedisCluster's name on every child and pod.
 pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// Label the operator keeps on each pod: `primary` on exactly one, `replica` on the rest.
+pub const ROLE_LABEL: &str = "cache.example.com/role";
+/// Pod template annotation: the resourceVersion of the password Secret, so a changed
+/// password rolls the pods.
+pub const PASSWORD_VERSION_ANNOTATION: &str = "cache.example.com/password-version";
+/// The ACL user replicas, probes, the exporter and the operator authenticate as; its password
+/// is the operator's own (the replication Secret), so a change of the client password never
+/// breaks replication.
+pub const REPLICATION_USER: &str = "replicator";
+/// The key of the replication Secret.
+pub const REPLICATION_PASSWORD_KEY: &str = "password";
 
 /// The labels that select a cluster's pods (and its PVCs).
 pub fn selector_labels(cluster_name: &str) -> BTreeMap<String, String> {
@@ -65,6 +82,25 @@ pub fn headless_service_name(cluster_name: &str) -> String {
     format!("{cluster_name}-headless")
 }
 
+/// The replicas Service's name.
+pub fn replicas_service_name(cluster_name: &str) -> String {
+    format!("{cluster_name}-replicas")
+}
+
+/// The replication Secret's name.
+pub fn replication_secret_name(cluster_name: &str) -> String {
+    format!("{cluster_name}-replication")
+}
+
+/// The host name replicas follow `pod` by: its record under the headless Service.
+pub fn pod_host(cluster: &RedisCluster, pod: &str) -> String {
+    format!(
+        "{pod}.{}.{}.svc",
+        headless_service_name(&cluster.name_unchecked()),
+        cluster.namespace().unwrap_or_default()
+    )
+}
+
 /// The ConfigMap's name.
 pub fn config_map_name(cluster_name: &str) -> String {
     format!("{cluster_name}-config")
@@ -89,7 +125,8 @@ fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
     serde_json::from_value(value).expect("the builders produce valid objects")
 }
 
-/// redis.conf for the cluster.
+/// redis.conf for the cluster (what every pod shares; the start script adds the pod's own
+/// part: users, passwords, `replicaof`).
 pub fn redis_conf(cluster: &RedisCluster) -> String {
     let persistent = cluster.spec.persistence.is_some();
     let mut conf = format!(
@@ -99,16 +136,91 @@ pub fn redis_conf(cluster: &RedisCluster) -> String {
     if !persistent {
         conf.push_str("save \"\"\n");
     }
+    // A replica whose link is down answers reads with an error rather than stale data.
+    conf.push_str("replica-serve-stale-data no\nreplica-read-only yes\n");
     conf
 }
 
-/// The ConfigMap holding redis.conf.
-pub fn config_map(cluster: &RedisCluster) -> ConfigMap {
+/// The start script: builds `/run/redis/redis.conf` and becomes redis-server. Only shell
+/// built-ins touch a password (`echo`, `printf`, `read`), and `sha256sum` reads the client
+/// password on standard input, so no password is ever an argument of a process.
+///
+/// The primary recorded in the ConfigMap starts as primary only on its pod's first start
+/// (no marker in /data, and the recorded uid is its own or none yet). A primary whose
+/// Redis restarts comes back following [`crate::topology::RESTARTED_PRIMARY_HOST`]: without
+/// that, the replicas would resync from a restarted, empty primary and drop every key; with
+/// it, the operator promotes the replica with the most data instead.
+pub const START_SCRIPT: &str = r##"#!/bin/sh
+set -eu
+primary=""; primary_uid=""
+read -r primary < /etc/redis/primary || true
+read -r primary_uid < /etc/redis/primary-uid || true
+marker=/data/.redis-operator-started
+umask 077
+conf=/run/redis/redis.conf
+{
+  echo "include /etc/redis/redis.conf"
+  echo "user replicator on >$REPLICATION_PASSWORD ~* &* +@all"
+  if [ -n "${REDIS_PASSWORD:-}" ]; then
+    hash=$(printf '%s' "$REDIS_PASSWORD" | sha256sum)
+    echo "user default on #${hash%% *} ~* &* +@all"
+  else
+    echo "user default on nopass ~* &* +@all"
+  fi
+  echo "masteruser replicator"
+  echo "masterauth $REPLICATION_PASSWORD"
+  if [ "$primary" = "$HOSTNAME" ]; then
+    if [ ! -e "$marker" ] && { [ -z "$primary_uid" ] || [ "$primary_uid" = "$POD_UID" ]; }; then
+      echo "# the primary's first start"
+    else
+      echo "replicaof __RESTARTED__ 6379"
+    fi
+  elif [ -n "$primary" ]; then
+    echo "replicaof $primary.$HEADLESS_DOMAIN 6379"
+  fi
+} > "$conf"
+: > "$marker"
+exec redis-server "$conf"
+"##;
+
+/// The probe script: `alive` when Redis answers at all, `ready` when it is the primary or a
+/// replica whose link to its primary is up (so `<name>-replicas` routes only to replicas in
+/// sync, and a restarted primary takes no traffic).
+pub const PROBE_SCRIPT: &str = r#"#!/bin/sh
+out=$(redis-cli --no-auth-warning --user replicator -p 6379 info replication 2>&1) || true
+case "$1:$out" in
+  alive:*role:*|alive:*LOADING*) exit 0 ;;
+  ready:*role:master*|ready:*master_link_status:up*) exit 0 ;;
+esac
+echo "$out" >&2
+exit 1
+"#;
+
+/// The ConfigMap: redis.conf, the scripts, and the primary (name and pod uid) for pods that
+/// start.
+pub fn config_map(cluster: &RedisCluster, primary: &str, primary_uid: &str) -> ConfigMap {
     from_json(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(cluster, config_map_name(&cluster.name_unchecked())),
-        "data": {"redis.conf": redis_conf(cluster)},
+        "data": {
+            "redis.conf": redis_conf(cluster),
+            "start.sh": START_SCRIPT.replace("__RESTARTED__", crate::topology::RESTARTED_PRIMARY_HOST),
+            "probe.sh": PROBE_SCRIPT,
+            "primary": format!("{primary}\n"),
+            "primary-uid": format!("{primary_uid}\n"),
+        },
+    }))
+}
+
+/// The Secret with the replication user's password (generated once by the operator).
+pub fn replication_secret(cluster: &RedisCluster, password: &str) -> Secret {
+    from_json(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(cluster, replication_secret_name(&cluster.name_unchecked())),
+        "type": "Opaque",
+        "stringData": {REPLICATION_PASSWORD_KEY: password},
     }))
 }
 
@@ -128,7 +240,13 @@ pub fn headless_service(cluster: &RedisCluster) -> Service {
     }))
 }
 
-/// The Service clients connect to.
+fn role_selector(cluster_name: &str, role: &str) -> BTreeMap<String, String> {
+    let mut selector = selector_labels(cluster_name);
+    selector.insert(ROLE_LABEL.into(), role.into());
+    selector
+}
+
+/// The Service clients write through: it selects the primary alone.
 pub fn client_service(cluster: &RedisCluster) -> Service {
     let name = cluster.name_unchecked();
     let mut ports = vec![json!({"name": "redis", "port": REDIS_PORT, "targetPort": "redis"})];
@@ -139,7 +257,21 @@ pub fn client_service(cluster: &RedisCluster) -> Service {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(cluster, name.clone()),
-        "spec": {"selector": selector_labels(&name), "ports": ports},
+        "spec": {"selector": role_selector(&name, crate::topology::PRIMARY), "ports": ports},
+    }))
+}
+
+/// The Service for reads from replicas (ready ones: in sync with the primary).
+pub fn replicas_service(cluster: &RedisCluster) -> Service {
+    let name = cluster.name_unchecked();
+    from_json(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(cluster, replicas_service_name(&name)),
+        "spec": {
+            "selector": role_selector(&name, crate::topology::REPLICA),
+            "ports": [{"name": "redis", "port": REDIS_PORT, "targetPort": "redis"}],
+        },
     }))
 }
 
@@ -147,29 +279,45 @@ fn exporter_enabled(cluster: &RedisCluster) -> bool {
     cluster.spec.metrics.as_ref().is_some_and(|m| m.enabled)
 }
 
-/// The StatefulSet running Redis: one pod at a time on updates (RollingUpdate), a
-/// volumeClaimTemplate when persistence is asked for.
-pub fn stateful_set(cluster: &RedisCluster) -> StatefulSet {
+/// What the StatefulSet is built from besides the custom resource.
+#[derive(Clone, Debug, Default)]
+pub struct SetInputs {
+    /// Pods to run: `spec.replicas`, or more while the primary is above it and not yet
+    /// switched away from (a scale-down never removes the primary).
+    pub replicas: i32,
+    /// The password Secret's resourceVersion, when there is one.
+    pub password_version: Option<String>,
+}
+
+/// The StatefulSet running Redis. `OnDelete`: the operator rolls the pods itself, replicas
+/// first and the primary last after a controlled switch (a StatefulSet's own rolling update
+/// goes by ordinal, and would restart the primary whenever its ordinal comes).
+pub fn stateful_set(cluster: &RedisCluster, inputs: &SetInputs) -> StatefulSet {
     let name = cluster.name_unchecked();
     let spec = &cluster.spec;
-    let mut env = Vec::new();
-    let mut command = vec![
-        "redis-server".to_string(),
-        "/etc/redis/redis.conf".to_string(),
+    let replication_password = json!({"secretKeyRef": {
+        "name": replication_secret_name(&name), "key": REPLICATION_PASSWORD_KEY,
+    }});
+    let mut env = vec![
+        json!({"name": "REPLICATION_PASSWORD", "valueFrom": replication_password}),
+        json!({"name": "REDISCLI_AUTH", "valueFrom": replication_password}),
+        json!({"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}),
+        json!({"name": "HEADLESS_DOMAIN", "value": format!(
+            "{}.{}.svc", headless_service_name(&name), cluster.namespace().unwrap_or_default()
+        )}),
     ];
     if let Some(secret) = &spec.password_secret {
         env.push(json!({
             "name": "REDIS_PASSWORD",
             "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
         }));
-        command.extend(["--requirepass".to_string(), "$(REDIS_PASSWORD)".to_string()]);
     }
-    let probe = |initial: i32| {
+    let probe = |mode: &str, period: i32, failures: i32| {
         json!({
-            "exec": {"command": ["sh", "-c", "redis-cli -a \"$REDIS_PASSWORD\" --no-auth-warning ping | grep -q PONG"]},
-            "initialDelaySeconds": initial,
-            "periodSeconds": 10,
+            "exec": {"command": ["sh", "/etc/redis/probe.sh", mode]},
+            "periodSeconds": period,
             "timeoutSeconds": 5,
+            "failureThreshold": failures,
         })
     };
     let resources = spec.resources.clone().map(|r| serde_json::to_value(r).expect("serializable")).unwrap_or_else(|| {
@@ -178,16 +326,19 @@ pub fn stateful_set(cluster: &RedisCluster) -> StatefulSet {
     let mut containers = vec![json!({
         "name": "redis",
         "image": redis_image(cluster),
-        "command": command,
+        "command": ["sh", "/etc/redis/start.sh"],
         "env": env,
         "ports": [{"name": "redis", "containerPort": REDIS_PORT}],
-        "readinessProbe": probe(5),
-        "livenessProbe": probe(15),
+        // Every 2 s: a promoted replica is in the client Service within 2 s of its promotion.
+        "readinessProbe": probe("ready", 2, 1),
+        "livenessProbe": probe("alive", 10, 3),
+        "startupProbe": probe("alive", 1, 300),
         "resources": resources,
         "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "runAsUser": 999, "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [
             {"name": "data", "mountPath": "/data"},
             {"name": "config", "mountPath": "/etc/redis"},
+            {"name": "run", "mountPath": "/run/redis"},
         ],
     })];
     if exporter_enabled(cluster) {
@@ -200,14 +351,19 @@ pub fn stateful_set(cluster: &RedisCluster) -> StatefulSet {
         containers.push(json!({
             "name": "metrics",
             "image": image,
-            "env": if spec.password_secret.is_some() { json!(env) } else { json!([]) },
+            "env": [
+                {"name": "REDIS_USER", "value": REPLICATION_USER},
+                {"name": "REDIS_PASSWORD", "valueFrom": replication_password},
+            ],
             "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT}],
             "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
             "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "runAsUser": 59000, "capabilities": {"drop": ["ALL"]}},
         }));
     }
-    let mut volumes =
-        vec![json!({"name": "config", "configMap": {"name": config_map_name(&name)}})];
+    let mut volumes = vec![
+        json!({"name": "config", "configMap": {"name": config_map_name(&name)}}),
+        json!({"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}),
+    ];
     let mut claim_templates = Vec::new();
     match &spec.persistence {
         Some(persistence) => {
@@ -230,19 +386,23 @@ pub fn stateful_set(cluster: &RedisCluster) -> StatefulSet {
         "app.kubernetes.io/version".into(),
         spec.effective_version().as_str().into(),
     );
+    let mut pod_annotations = BTreeMap::new();
+    if let Some(version) = &inputs.password_version {
+        pod_annotations.insert(PASSWORD_VERSION_ANNOTATION.to_string(), version.clone());
+    }
     from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": metadata(cluster, name.clone()),
         "spec": {
-            "replicas": spec.replicas,
+            "replicas": inputs.replicas,
             "serviceName": headless_service_name(&name),
             "selector": {"matchLabels": selector_labels(&name)},
             "podManagementPolicy": "Parallel",
-            "updateStrategy": {"type": "RollingUpdate"},
+            "updateStrategy": {"type": "OnDelete"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
             "template": {
-                "metadata": {"labels": pod_labels},
+                "metadata": {"labels": pod_labels, "annotations": pod_annotations},
                 "spec": {
                     "containers": containers,
                     "volumes": volumes,
@@ -280,9 +440,16 @@ mod tests {
         .unwrap()
     }
 
+    fn inputs(replicas: i32) -> SetInputs {
+        SetInputs {
+            replicas,
+            password_version: None,
+        }
+    }
+
     #[test]
     fn statefulset_follows_replicas_and_version() {
-        let set = stateful_set(&cluster(json!({"replicas": 5, "redisVersion": "7.0"})));
+        let set = stateful_set(&cluster(json!({"replicas": 5, "redisVersion": "7.0"})), &inputs(5));
         let spec = set.spec.unwrap();
         assert_eq!(spec.replicas, Some(5));
         let pod = spec.template.spec.unwrap();
@@ -304,7 +471,7 @@ mod tests {
 
     #[test]
     fn deprecated_version_field_is_honoured() {
-        let set = stateful_set(&cluster(json!({"replicas": 1, "version": "6.2"})));
+        let set = stateful_set(&cluster(json!({"replicas": 1, "version": "6.2"})), &inputs(1));
         let image = set.spec.unwrap().template.spec.unwrap().containers[0]
             .image
             .clone();
@@ -316,7 +483,7 @@ mod tests {
         let c = cluster(
             json!({"replicas": 1, "persistence": {"size": "2Gi", "storageClassName": "fast"}}),
         );
-        let templates = stateful_set(&c)
+        let templates = stateful_set(&c, &inputs(1))
             .spec
             .unwrap()
             .volume_claim_templates
@@ -335,29 +502,67 @@ mod tests {
     }
 
     #[test]
-    fn password_and_exporter_are_wired() {
+    fn no_password_is_an_argument_and_the_exporter_is_wired() {
         let c = cluster(json!({
             "replicas": 1,
             "passwordSecret": {"name": "auth", "key": "pw"},
             "metrics": {"enabled": true}
         }));
-        let pod = stateful_set(&c).spec.unwrap().template.spec.unwrap();
-        assert_eq!(pod.containers.len(), 2);
-        assert!(
-            pod.containers[0]
-                .command
-                .as_ref()
-                .unwrap()
-                .contains(&"--requirepass".to_string())
+        let set = stateful_set(
+            &c,
+            &SetInputs {
+                replicas: 1,
+                password_version: Some("42".into()),
+            },
         );
+        let template = set.spec.unwrap().template;
+        assert_eq!(
+            template.metadata.unwrap().annotations.unwrap()[PASSWORD_VERSION_ANNOTATION],
+            "42",
+            "a new password Secret version rolls the pods"
+        );
+        let pod = template.spec.unwrap();
+        assert_eq!(pod.containers.len(), 2);
+        let redis = &pod.containers[0];
+        let text = serde_json::to_string(&(&redis.command, &redis.args, &redis.readiness_probe, &redis.liveness_probe)).unwrap();
+        assert!(!text.contains("PASSWORD") && !text.contains("-a "), "{text}");
+        let env: Vec<&str> = redis.env.iter().flatten().map(|e| e.name.as_str()).collect();
+        assert!(env.contains(&"REDIS_PASSWORD") && env.contains(&"REDISCLI_AUTH"), "{env:?}");
         let ports = client_service(&c).spec.unwrap().ports.unwrap();
         assert!(ports.iter().any(|p| p.port == EXPORTER_PORT));
     }
 
     #[test]
+    fn the_client_service_selects_the_primary_and_the_replicas_service_the_rest() {
+        let c = cluster(json!({"replicas": 3}));
+        let client = client_service(&c).spec.unwrap().selector.unwrap();
+        assert_eq!(client[ROLE_LABEL], "primary");
+        let replicas = replicas_service(&c).spec.unwrap().selector.unwrap();
+        assert_eq!(replicas[ROLE_LABEL], "replica");
+        assert_eq!(replicas[INSTANCE_LABEL], "cache");
+        let set = stateful_set(&c, &inputs(3)).spec.unwrap();
+        assert!(
+            !set.selector.match_labels.unwrap().contains_key(ROLE_LABEL),
+            "the role moves between pods; the StatefulSet's selector must not follow it"
+        );
+        assert_eq!(set.update_strategy.unwrap().type_.as_deref(), Some("OnDelete"));
+    }
+
+    #[test]
+    fn the_config_map_carries_the_primary_and_the_scripts() {
+        let c = cluster(json!({"replicas": 3}));
+        let data = config_map(&c, "cache-1", "uid-1").data.unwrap();
+        assert_eq!(data["primary"], "cache-1\n");
+        assert_eq!(data["primary-uid"], "uid-1\n");
+        assert!(data["start.sh"].contains(crate::topology::RESTARTED_PRIMARY_HOST));
+        assert!(!data["start.sh"].contains("__RESTARTED__"));
+        assert_eq!(pod_host(&c, "cache-1"), "cache-1.cache-headless.apps.svc");
+    }
+
+    #[test]
     fn children_are_owned_by_the_cluster() {
         let c = cluster(json!({"replicas": 1}));
-        let owners = config_map(&c).metadata.owner_references.unwrap();
+        let owners = config_map(&c, "cache-0", "").metadata.owner_references.unwrap();
         assert_eq!(owners[0].kind, "RedisCluster");
         assert_eq!(owners[0].controller, Some(true));
         assert_eq!(

@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub identity: String,
     /// How long a leader's Lease lasts without renewal.
     pub lease_duration: Duration,
+    /// Talk to each Redis to run replication and failover (see `Context`).
+    pub manage_replication: bool,
 }
 
 /// Gives memory freed after bursts (the initial list of every cluster and child, a wave of
@@ -157,7 +159,9 @@ pub async fn run(
         let _ = stop_tx.send(reason);
         leadership
     });
-    let context = Arc::new(Context::new(client, metrics, &options.identity));
+    let mut context = Context::new(client, metrics, &options.identity);
+    context.manage_replication = options.manage_replication;
+    let context = Arc::new(context);
     tokio::spawn(return_freed_memory());
     let (reason_tx, reason_rx) = tokio::sync::oneshot::channel();
     controller::run(context, async move {

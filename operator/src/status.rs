@@ -20,8 +20,13 @@ pub struct Observed {
     pub updated: i32,
     /// The StatefulSet controller has seen the latest StatefulSet spec.
     pub set_observed: bool,
-    /// A rolling update is under way (currentRevision != updateRevision).
+    /// A rolling update is under way (pods not yet on the update revision).
     pub rolling: bool,
+    /// The primary pod.
+    pub primary: Option<String>,
+    /// Why replication is not what the spec asks yet (a failover waiting, a replica
+    /// syncing).
+    pub replication_problem: Option<String>,
 }
 
 impl Observed {
@@ -37,16 +42,17 @@ impl Observed {
         let set_observed = status
             .observed_generation
             .is_some_and(|g| Some(g) >= set.metadata.generation);
-        let rolling = match (&status.current_revision, &status.update_revision) {
-            (Some(current), Some(update)) => current != update,
-            _ => false,
-        };
+        // Under `OnDelete` the StatefulSet never moves currentRevision; the pods on the
+        // update revision are what tells a rolling update from a finished one.
+        let rolling = status.updated_replicas.unwrap_or(0) < status.replicas;
         Observed {
             desired,
             ready: status.ready_replicas.unwrap_or(0),
             updated: status.updated_replicas.unwrap_or(0),
             set_observed,
             rolling,
+            primary: None,
+            replication_problem: None,
         }
     }
 
@@ -56,6 +62,7 @@ impl Observed {
             && !self.rolling
             && self.ready == self.desired
             && self.updated == self.desired
+            && self.replication_problem.is_none()
     }
 }
 
@@ -72,7 +79,10 @@ pub fn compute(
     now: Time,
 ) -> RedisClusterStatus {
     let Observed { desired, ready, .. } = *observed;
-    let ready_message = format!("{ready}/{desired} replicas are ready");
+    let mut ready_message = format!("{ready}/{desired} replicas are ready");
+    if let Some(primary) = &observed.primary {
+        ready_message.push_str(&format!("; {primary} is the primary"));
+    }
     let progressing: ConditionSpec = if observed.converged() {
         (
             "Progressing",
@@ -80,6 +90,8 @@ pub fn compute(
             "ReconcileComplete",
             format!("{desired} replicas run the requested version"),
         )
+    } else if let Some(problem) = &observed.replication_problem {
+        ("Progressing", true, "Replication", problem.clone())
     } else if observed.rolling {
         (
             "Progressing",
@@ -166,6 +178,7 @@ pub fn compute(
     RedisClusterStatus {
         ready_replicas: ready,
         phase: Some(phase),
+        primary: observed.primary.clone(),
         observed_generation: generation,
         conditions,
     }
@@ -191,6 +204,7 @@ mod tests {
             updated: 3,
             set_observed: true,
             rolling: false,
+            ..Default::default()
         };
         let status = compute(&observed, Some(2), None, None, t("2026-01-01T00:00:00Z"));
         assert_eq!(status.phase, Some(Phase::Running));
@@ -212,6 +226,7 @@ mod tests {
             updated: 5,
             set_observed: true,
             rolling: false,
+            ..Default::default()
         };
         let status = compute(&observed, Some(3), None, None, t("2026-01-01T00:00:00Z"));
         assert_eq!(status.phase, Some(Phase::Pending));
@@ -245,6 +260,7 @@ mod tests {
             updated: 1,
             set_observed: true,
             rolling: false,
+            ..Default::default()
         };
         let first = compute(&observed, Some(1), None, None, t("2026-01-01T00:00:00Z"));
         let second = compute(
@@ -260,7 +276,7 @@ mod tests {
         );
         let rolling = Observed {
             rolling: true,
-            ..observed
+            ..observed.clone()
         };
         let third = compute(
             &rolling,

@@ -109,6 +109,8 @@ async fn audit_live_criteria_pass_against_the_running_redis_operator() -> anyhow
         lease_name: "redis-operator-leader".into(),
         identity: "audit-live-0".into(),
         lease_duration: Duration::from_secs(4),
+        // kwok's pods run no Redis to talk to.
+        manage_replication: false,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let operator = tokio::spawn(redis_operator::run::run(options, async move {

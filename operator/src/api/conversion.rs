@@ -30,7 +30,11 @@ struct V1OnlyFields {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     metrics: Option<v1::MetricsExporter>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    failover_after_seconds: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    primary: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
 }
@@ -57,7 +61,9 @@ pub fn to_v1alpha1(object: v1::RedisCluster) -> v1alpha1::RedisCluster {
         persistence: spec.persistence,
         password_secret: spec.password_secret,
         metrics: spec.metrics,
+        failover_after_seconds: spec.failover_after_seconds,
         observed_generation: status.as_ref().and_then(|s| s.observed_generation),
+        primary: status.as_ref().and_then(|s| s.primary.clone()),
         conditions: status
             .as_ref()
             .map(|s| s.conditions.clone())
@@ -123,11 +129,16 @@ pub fn to_v1(object: v1alpha1::RedisCluster) -> v1::RedisCluster {
         Some(s) => Some(v1::RedisClusterStatus {
             ready_replicas: s.ready_replicas,
             phase: s.phase,
+            primary: kept.primary,
             observed_generation: kept.observed_generation,
             conditions: kept.conditions,
         }),
-        None if kept.observed_generation.is_some() || !kept.conditions.is_empty() => {
+        None if kept.observed_generation.is_some()
+            || !kept.conditions.is_empty()
+            || kept.primary.is_some() =>
+        {
             Some(v1::RedisClusterStatus {
+                primary: kept.primary,
                 observed_generation: kept.observed_generation,
                 conditions: kept.conditions,
                 ..Default::default()
@@ -145,6 +156,7 @@ pub fn to_v1(object: v1alpha1::RedisCluster) -> v1::RedisCluster {
             persistence: kept.persistence,
             password_secret: kept.password_secret,
             metrics: kept.metrics,
+            failover_after_seconds: kept.failover_after_seconds,
         },
         status,
     }
@@ -167,12 +179,14 @@ mod tests {
                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
                 "persistence": {"size": "1Gi", "storageClassName": "fast"},
                 "passwordSecret": {"name": "redis-auth", "key": "password"},
-                "metrics": {"enabled": true}
+                "metrics": {"enabled": true},
+                "failoverAfterSeconds": 9
             },
             "status": {
                 "readyReplicas": 3,
                 "phase": "Running",
                 "observedGeneration": 4,
+                "primary": "r-1",
                 "conditions": [{
                     "type": "Ready", "status": "True", "reason": "AllReplicasReady",
                     "message": "3/3 replicas are ready", "lastTransitionTime": "2026-01-01T00:00:00Z",

@@ -34,6 +34,7 @@ pub use super::v1alpha1::{Phase, RedisVersion};
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Primary", type_ = "string", json_path = ".status.primary"),
     printcolumn(name = "Version", type_ = "string", json_path = ".spec.redisVersion"),
     printcolumn(
         name = "Age",
@@ -65,6 +66,11 @@ pub struct RedisClusterSpec {
     /// The Prometheus exporter sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricsExporter>,
+    /// Seconds the primary's Redis may not answer before a replica is promoted (default 5).
+    /// A primary whose pod is deleted, or whose Redis restarted, is replaced at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub failover_after_seconds: Option<i32>,
 }
 
 impl RedisClusterSpec {
@@ -72,6 +78,11 @@ impl RedisClusterSpec {
     /// default.
     pub fn effective_version(&self) -> RedisVersion {
         self.redis_version.or(self.version).unwrap_or_default()
+    }
+
+    /// How long an unanswering primary is given before a failover.
+    pub fn failover_after(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.failover_after_seconds.unwrap_or(5).max(1) as u64)
     }
 }
 
@@ -116,6 +127,9 @@ pub struct RedisClusterStatus {
     /// Coarse lifecycle phase; details are in `conditions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// The pod whose Redis takes writes (the client Service selects it alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -121,6 +121,9 @@ impl Operator {
                 format!("--webhook-address=127.0.0.1:{webhook_port}"),
                 format!("--lease-namespace={OPERATOR_NAMESPACE}"),
                 "--lease-duration-seconds=4".into(),
+                // These tests run on kwok, whose pods run no Redis; replication and failover
+                // are tested on the real node (tests/redis_on_a_real_node.rs).
+                "--manage-replication=false".into(),
             ],
             &[
                 ("KUBECONFIG", kubeconfig.to_str().context("utf-8 path")?),
