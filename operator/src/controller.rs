@@ -395,9 +395,13 @@ async fn replication_password(cluster: &RedisCluster, ctx: &Context) -> Result<S
     {
         return read(secret);
     }
-    let password = random_password().map_err(|e| Error::Secret(format!("generating a password: {e}")))?;
+    let password =
+        random_password().map_err(|e| Error::Secret(format!("generating a password: {e}")))?;
     match secrets
-        .create(&PostParams::default(), &resources::replication_secret(cluster, &password))
+        .create(
+            &PostParams::default(),
+            &resources::replication_secret(cluster, &password),
+        )
         .await
     {
         Ok(_) => Ok(password),

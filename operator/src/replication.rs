@@ -89,7 +89,9 @@ async fn ask(address: Option<SocketAddr>, password: &str) -> Probe {
 
 async fn call(address: Option<SocketAddr>, password: &str, args: &[&str]) -> Result<(), String> {
     let address = address.ok_or("no pod IP")?;
-    let mut connection = connect(address, password).await.map_err(|e| e.to_string())?;
+    let mut connection = connect(address, password)
+        .await
+        .map_err(|e| e.to_string())?;
     connection.call(args).await.map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -150,10 +152,16 @@ pub async fn converge(
         let unanswered = members
             .iter()
             .find(|m| Some(m.name.as_str()) == recorded_primary)
-            .is_some_and(|m| matches!(m.probe, Probe::NoAnswer(_)) || (!ctx.manage_replication && !m.ready));
+            .is_some_and(|m| {
+                matches!(m.probe, Probe::NoAnswer(_)) || (!ctx.manage_replication && !m.ready)
+            });
         let mut down = ctx.primary_down_since.lock().expect("not poisoned");
         if unanswered {
-            Some(down.entry(key.clone()).or_insert_with(Instant::now).elapsed())
+            Some(
+                down.entry(key.clone())
+                    .or_insert_with(Instant::now)
+                    .elapsed(),
+            )
         } else {
             down.remove(&key);
             None
@@ -182,7 +190,9 @@ pub async fn converge(
         if switch.controlled {
             // Stop the old primary's writes, then let the new one catch up with everything it
             // acknowledged: a controlled switch loses no write.
-            if call(old, password, &["CLIENT", "PAUSE", PAUSE_MS, "WRITE"]).await.is_ok()
+            if call(old, password, &["CLIENT", "PAUSE", PAUSE_MS, "WRITE"])
+                .await
+                .is_ok()
                 && let Some(target) = offset(old, password).await
             {
                 let started = Instant::now();
@@ -202,15 +212,39 @@ pub async fn converge(
                 recheck_in: Some(Duration::from_secs(1)),
             });
         }
-        let verb = if switch.controlled { "Switched" } else { "FailedOver" };
+        let verb = if switch.controlled {
+            "Switched"
+        } else {
+            "FailedOver"
+        };
         tracing::info!(from = %switch.from, to = %switch.to, reason = %switch.reason, "{verb}");
-        publish(ctx, cluster, EventType::Normal, verb, format!(
-            "{} is the primary: {} ({})", switch.to, switch.reason, switch.from
-        ))
+        // Events are aggregated by reason and action (not note): a rolling update's switch
+        // gets an action of its own so that it is not folded into an earlier failover's.
+        let action = if switch.reason.starts_with("rolling update") {
+            "RollingUpdate"
+        } else {
+            "Failover"
+        };
+        publish(
+            ctx,
+            cluster,
+            EventType::Normal,
+            verb,
+            action,
+            format!(
+                "{} is the primary: {} (was {})",
+                switch.to, switch.reason, switch.from
+            ),
+        )
         .await;
     }
     if plan.promote_in_place
-        && let Err(error) = call(address_of(&plan.primary), password, &["REPLICAOF", "NO", "ONE"]).await
+        && let Err(error) = call(
+            address_of(&plan.primary),
+            password,
+            &["REPLICAOF", "NO", "ONE"],
+        )
+        .await
     {
         problem = Some(format!("promoting {}: {error}", plan.primary));
     }
@@ -229,7 +263,10 @@ pub async fn converge(
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     for (pod, role) in &plan.labels {
         let patch = serde_json::json!({"metadata": {"labels": {ROLE_LABEL: role}}});
-        match api.patch(pod, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        match api
+            .patch(pod, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(e) => {
@@ -252,9 +289,14 @@ pub async fn converge(
         };
         match api.delete(pod, &params).await {
             Ok(_) => {
-                publish(ctx, cluster, EventType::Normal, "RollingUpdate", format!(
-                    "deleted {pod} to start it on the new template"
-                ))
+                publish(
+                    ctx,
+                    cluster,
+                    EventType::Normal,
+                    "RollingUpdate",
+                    "RollingUpdate",
+                    format!("deleted {pod} to start it on the new template"),
+                )
                 .await;
             }
             Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
@@ -293,7 +335,14 @@ pub async fn converge(
     })
 }
 
-async fn publish(ctx: &Context, cluster: &RedisCluster, type_: EventType, reason: &str, note: String) {
+async fn publish(
+    ctx: &Context,
+    cluster: &RedisCluster,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
     let _ = ctx
         .recorder
         .publish(
@@ -301,7 +350,7 @@ async fn publish(ctx: &Context, cluster: &RedisCluster, type_: EventType, reason
                 type_,
                 reason: reason.into(),
                 note: Some(note),
-                action: "Replication".into(),
+                action: action.into(),
                 secondary: None,
             },
             &cluster.object_ref(&()),

@@ -449,7 +449,10 @@ mod tests {
 
     #[test]
     fn statefulset_follows_replicas_and_version() {
-        let set = stateful_set(&cluster(json!({"replicas": 5, "redisVersion": "7.0"})), &inputs(5));
+        let set = stateful_set(
+            &cluster(json!({"replicas": 5, "redisVersion": "7.0"})),
+            &inputs(5),
+        );
         let spec = set.spec.unwrap();
         assert_eq!(spec.replicas, Some(5));
         let pod = spec.template.spec.unwrap();
@@ -471,7 +474,10 @@ mod tests {
 
     #[test]
     fn deprecated_version_field_is_honoured() {
-        let set = stateful_set(&cluster(json!({"replicas": 1, "version": "6.2"})), &inputs(1));
+        let set = stateful_set(
+            &cluster(json!({"replicas": 1, "version": "6.2"})),
+            &inputs(1),
+        );
         let image = set.spec.unwrap().template.spec.unwrap().containers[0]
             .image
             .clone();
@@ -524,10 +530,27 @@ mod tests {
         let pod = template.spec.unwrap();
         assert_eq!(pod.containers.len(), 2);
         let redis = &pod.containers[0];
-        let text = serde_json::to_string(&(&redis.command, &redis.args, &redis.readiness_probe, &redis.liveness_probe)).unwrap();
-        assert!(!text.contains("PASSWORD") && !text.contains("-a "), "{text}");
-        let env: Vec<&str> = redis.env.iter().flatten().map(|e| e.name.as_str()).collect();
-        assert!(env.contains(&"REDIS_PASSWORD") && env.contains(&"REDISCLI_AUTH"), "{env:?}");
+        let text = serde_json::to_string(&(
+            &redis.command,
+            &redis.args,
+            &redis.readiness_probe,
+            &redis.liveness_probe,
+        ))
+        .unwrap();
+        assert!(
+            !text.contains("PASSWORD") && !text.contains("-a "),
+            "{text}"
+        );
+        let env: Vec<&str> = redis
+            .env
+            .iter()
+            .flatten()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert!(
+            env.contains(&"REDIS_PASSWORD") && env.contains(&"REDISCLI_AUTH"),
+            "{env:?}"
+        );
         let ports = client_service(&c).spec.unwrap().ports.unwrap();
         assert!(ports.iter().any(|p| p.port == EXPORTER_PORT));
     }
@@ -545,7 +568,10 @@ mod tests {
             !set.selector.match_labels.unwrap().contains_key(ROLE_LABEL),
             "the role moves between pods; the StatefulSet's selector must not follow it"
         );
-        assert_eq!(set.update_strategy.unwrap().type_.as_deref(), Some("OnDelete"));
+        assert_eq!(
+            set.update_strategy.unwrap().type_.as_deref(),
+            Some("OnDelete")
+        );
     }
 
     #[test]
@@ -562,7 +588,10 @@ mod tests {
     #[test]
     fn children_are_owned_by_the_cluster() {
         let c = cluster(json!({"replicas": 1}));
-        let owners = config_map(&c, "cache-0", "").metadata.owner_references.unwrap();
+        let owners = config_map(&c, "cache-0", "")
+            .metadata
+            .owner_references
+            .unwrap();
         assert_eq!(owners[0].kind, "RedisCluster");
         assert_eq!(owners[0].controller, Some(true));
         assert_eq!(

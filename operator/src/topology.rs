@@ -151,12 +151,20 @@ pub fn plan(view: &View<'_>) -> Plan {
         PrimaryState::Lost(why) => Some((why.clone(), false)),
         PrimaryState::Down(why) => match view.primary_down_for {
             Some(down) if down >= view.threshold => Some((
-                format!("{why} for {}s (threshold {}s)", down.as_secs(), view.threshold.as_secs()),
+                format!(
+                    "{why} for {}s (threshold {}s)",
+                    down.as_secs(),
+                    view.threshold.as_secs()
+                ),
                 false,
             )),
             down => {
                 let waited = down.unwrap_or_default();
-                plan.recheck_in = Some(view.threshold.saturating_sub(waited).max(Duration::from_millis(500)));
+                plan.recheck_in = Some(
+                    view.threshold
+                        .saturating_sub(waited)
+                        .max(Duration::from_millis(500)),
+                );
                 plan.problem = Some(format!("primary {primary}: {why}"));
                 None
             }
@@ -175,15 +183,18 @@ pub fn plan(view: &View<'_>) -> Plan {
         view.update_revision
             .is_some_and(|rev| m.revision.as_deref().is_some_and(|r| r != rev))
     };
-    let settled = members.len() as i32 == view.desired
-        && members.iter().all(|m| m.ready && !m.deleting);
+    let settled =
+        members.len() as i32 == view.desired && members.iter().all(|m| m.ready && !m.deleting);
     if switch_reason.is_none()
         && view.manage_replication
         && matches!(state, PrimaryState::Healthy)
         && settled
         && view.desired > 1
         && find(&primary).is_some_and(|p| outdated(p))
-        && members.iter().filter(|m| m.name != primary).all(|m| !outdated(m))
+        && members
+            .iter()
+            .filter(|m| m.name != primary)
+            .all(|m| !outdated(m))
     {
         switch_reason = Some(("rolling update: the primary goes last".to_string(), true));
     }
@@ -191,7 +202,8 @@ pub fn plan(view: &View<'_>) -> Plan {
     if let Some((reason, planned)) = switch_reason {
         let old = find(&primary);
         let controlled = planned
-            || old.is_some_and(|m| matches!(&m.probe, Probe::Answered(r) if r.role == Role::Primary));
+            || old
+                .is_some_and(|m| matches!(&m.probe, Probe::Answered(r) if r.role == Role::Primary));
         match best_replica(view, &primary) {
             Some(to) => {
                 plan.switch = Some(Switch {
@@ -204,7 +216,10 @@ pub fn plan(view: &View<'_>) -> Plan {
                 plan.recheck_in = None;
                 plan.problem = None;
             }
-            None if view.desired == 1 && matches!(state, PrimaryState::Lost(_)) && old.is_some_and(|m| !m.deleting && matches!(m.probe, Probe::Answered(_))) => {
+            None if view.desired == 1
+                && matches!(state, PrimaryState::Lost(_))
+                && old.is_some_and(|m| !m.deleting && matches!(m.probe, Probe::Answered(_))) =>
+            {
                 plan.promote_in_place = true;
             }
             None => {
@@ -233,7 +248,8 @@ pub fn plan(view: &View<'_>) -> Plan {
                         && !matches!(&r.role, Role::Replica { link_up: true, .. })
                         && plan.problem.is_none()
                     {
-                        plan.problem = Some(format!("{} is not in sync with {primary} yet", member.name));
+                        plan.problem =
+                            Some(format!("{} is not in sync with {primary} yet", member.name));
                     }
                 }
                 Probe::NoAnswer(why) if plan.problem.is_none() => {
@@ -243,10 +259,7 @@ pub fn plan(view: &View<'_>) -> Plan {
             }
         }
         if !plan.repoint.is_empty() && plan.problem.is_none() {
-            plan.problem = Some(format!(
-                "{} pointed at {primary}",
-                plan.repoint.join(", ")
-            ));
+            plan.problem = Some(format!("{} pointed at {primary}", plan.repoint.join(", ")));
         }
     }
 
@@ -254,7 +267,11 @@ pub fn plan(view: &View<'_>) -> Plan {
     // terminating endpoints when a Service has no ready one), the primary's last.
     let mut promote_label = None;
     for member in members {
-        let want = if member.name == primary { PRIMARY } else { REPLICA };
+        let want = if member.name == primary {
+            PRIMARY
+        } else {
+            REPLICA
+        };
         if member.role_label.as_deref() != Some(want) {
             if want == PRIMARY {
                 promote_label = Some((member.name.clone(), want));
@@ -269,7 +286,9 @@ pub fn plan(view: &View<'_>) -> Plan {
     if plan.switch.is_none() && plan.problem.is_none() && plan.repoint.is_empty() && settled {
         let mut candidates: Vec<&Member> = members
             .iter()
-            .filter(|m| outdated(m) && (m.name != primary || !view.manage_replication || view.desired == 1))
+            .filter(|m| {
+                outdated(m) && (m.name != primary || !view.manage_replication || view.desired == 1)
+            })
             .collect();
         // Replicas first, highest ordinal first (what a StatefulSet does), the primary last.
         candidates.sort_by_key(|m| (m.name == primary, -m.ordinal));
@@ -302,7 +321,9 @@ fn primary_state(view: &View<'_>, member: Option<&Member>) -> PrimaryState {
             Role::Primary => PrimaryState::Healthy,
             Role::Replica { host, .. } if host == RESTARTED_PRIMARY_HOST => {
                 if view.primary_confirmed {
-                    PrimaryState::Lost("its Redis restarted and holds no data it can be trusted with".into())
+                    PrimaryState::Lost(
+                        "its Redis restarted and holds no data it can be trusted with".into(),
+                    )
                 } else {
                     PrimaryState::Starting
                 }
@@ -330,7 +351,8 @@ fn best_replica(view: &View<'_>, primary: &str) -> Option<String> {
             _ => None,
         })
         .max_by_key(|(m, offset)| {
-            let updated = view.update_revision.is_some() && m.revision.as_deref() == view.update_revision;
+            let updated =
+                view.update_revision.is_some() && m.revision.as_deref() == view.update_revision;
             (*offset, updated, -m.ordinal)
         })
         .map(|(m, _)| m.name.clone())
@@ -493,7 +515,10 @@ mod tests {
         );
         let plan = plan(&view(&members, Some("c-0")));
         assert_eq!(plan.switch.as_ref().unwrap().to, "c-1");
-        assert!(!plan.switch.unwrap().controlled, "a restarted Redis has nothing to pause");
+        assert!(
+            !plan.switch.unwrap().controlled,
+            "a restarted Redis has nothing to pause"
+        );
         assert_eq!(plan.repoint, vec!["c-0".to_string(), "c-2".to_string()]);
     }
 
@@ -540,7 +565,10 @@ mod tests {
         v.desired = 2;
         let plan = plan(&v);
         let switch = plan.switch.unwrap();
-        assert_eq!(switch.to, "c-0", "equal offsets: the lowest ordinal that stays");
+        assert_eq!(
+            switch.to, "c-0",
+            "equal offsets: the lowest ordinal that stays"
+        );
         assert!(switch.controlled);
     }
 
@@ -553,7 +581,10 @@ mod tests {
         let first = plan(&view(&members, Some("c-0")));
         assert_eq!(first.delete.as_deref(), Some("c-2"));
         members[2].revision = Some("r1".into());
-        assert_eq!(plan(&view(&members, Some("c-0"))).delete.as_deref(), Some("c-1"));
+        assert_eq!(
+            plan(&view(&members, Some("c-0"))).delete.as_deref(),
+            Some("c-1")
+        );
         members[1].revision = Some("r1".into());
         let switch = plan(&view(&members, Some("c-0")));
         assert!(switch.delete.is_none());
@@ -566,7 +597,10 @@ mod tests {
         members[1].probe = replication(Role::Primary, 100);
         members[1].role_label = Some(PRIMARY.into());
         members[2].probe = follower("c-1", 100);
-        assert_eq!(plan(&view(&members, Some("c-1"))).delete.as_deref(), Some("c-0"));
+        assert_eq!(
+            plan(&view(&members, Some("c-1"))).delete.as_deref(),
+            Some("c-0")
+        );
     }
 
     #[test]

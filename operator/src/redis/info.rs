@@ -97,7 +97,10 @@ mod tests {
 
     #[test]
     fn text_without_a_role_is_not_replication_info() {
-        assert_eq!(Replication::parse("# Server\r\nredis_version:7.0.15\r\n"), None);
+        assert_eq!(
+            Replication::parse("# Server\r\nredis_version:7.0.15\r\n"),
+            None
+        );
         assert_eq!(Replication::parse("role:sentinel\r\n"), None);
     }
 }

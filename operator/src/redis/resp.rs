@@ -245,7 +245,10 @@ mod tests {
 
     #[tokio::test]
     async fn replies_of_every_kind_parse() {
-        assert_eq!(ask(b"+PONG\r\n").await.unwrap(), Reply::Simple("PONG".into()));
+        assert_eq!(
+            ask(b"+PONG\r\n").await.unwrap(),
+            Reply::Simple("PONG".into())
+        );
         assert_eq!(ask(b":12\r\n").await.unwrap(), Reply::Integer(12));
         assert_eq!(
             ask(b"$5\r\nhel\r\n\r\n").await.unwrap(),
@@ -267,8 +270,14 @@ mod tests {
         let error = ask(b"-WRONGPASS invalid username-password pair\r\n")
             .await
             .unwrap_err();
-        assert!(matches!(error, Error::Server { ref message, .. } if message.starts_with("WRONGPASS")), "{error}");
-        assert!(matches!(ask(b"hello\r\n").await.unwrap_err(), Error::Protocol { .. }));
+        assert!(
+            matches!(error, Error::Server { ref message, .. } if message.starts_with("WRONGPASS")),
+            "{error}"
+        );
+        assert!(matches!(
+            ask(b"hello\r\n").await.unwrap_err(),
+            Error::Protocol { .. }
+        ));
         assert!(matches!(
             ask(b"$999999999999\r\n").await.unwrap_err(),
             Error::Protocol { .. }
