@@ -3,440 +3,17 @@
 //! redis-server in real pods. Replication, failover, rolling updates and passwords are checked
 //! against what the Redis servers themselves say, over the pod network.
 
+mod real;
+
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use e2e::node::{ContainerConfig, RootfsEntry};
-use e2e::{ControlPlane, RealNode};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use redis_operator::api::v1::{Phase, RedisCluster};
-use redis_operator::redis::{Connection, Replication, Role};
+use real::*;
+use redis_operator::redis::Role;
 use serde_json::json;
-use tokio::sync::OnceCell;
-
-const OPERATOR_NAMESPACE: &str = "redis-operator-system";
-
-/// The Redis image tags the CRD's versions map to: one build of Debian's redis-server under
-/// each tag, so a version change is a real image change (a new reference) of the same binary.
-const VERSIONS: [&str; 3] = ["6.2", "7.0", "7.2"];
-
-struct Setup {
-    node: &'static RealNode,
-    plane: &'static std::sync::Arc<ControlPlane>,
-}
-
-static SETUP: OnceCell<Setup> = OnceCell::const_new();
-
-/// The real node, the Redis images, and the operator Deployment (2 replicas, one leader),
-/// once per test binary.
-async fn setup() -> anyhow::Result<&'static Setup> {
-    SETUP
-        .get_or_try_init(|| async {
-            // The shared control plane lives as long as the test binary (a static holds it);
-            // a leaked handle lets the setup hand out a 'static node.
-            let plane: &'static std::sync::Arc<ControlPlane> =
-                Box::leak(Box::new(ControlPlane::shared().await?));
-            let node = plane.real_node().await?;
-            let client = plane.client().await?;
-            let images = push_redis_images(node).await?;
-            deploy_operator(node, &client, &images).await?;
-            Ok(Setup { node, plane })
-        })
-        .await
-}
-
-/// Debian's redis-server and redis-cli with their libraries, and busybox for the start and
-/// probe scripts (`sh`, `sha256sum`, `cat`).
-async fn push_redis_images(node: &RealNode) -> anyhow::Result<BTreeMap<&'static str, String>> {
-    let server = Path::new("/usr/bin/redis-server");
-    let cli = Path::new("/usr/bin/redis-cli");
-    let busybox = Path::new("/bin/busybox");
-    for (program, package) in [(server, "redis-server"), (busybox, "busybox-static")] {
-        anyhow::ensure!(
-            program.is_file(),
-            "{} is missing: install Debian's {package} (the README test command does)",
-            program.display()
-        );
-    }
-    let mut extra = vec![
-        RootfsEntry::Dir {
-            path: "/data".into(),
-            mode: 0o1777,
-        },
-        RootfsEntry::Dir {
-            path: "/run/redis".into(),
-            mode: 0o1777,
-        },
-        RootfsEntry::File {
-            path: "/bin/busybox".into(),
-            source: busybox.into(),
-            mode: 0o755,
-        },
-    ];
-    for applet in ["sh", "sha256sum", "cat", "ls", "kill", "sleep"] {
-        extra.push(RootfsEntry::Symlink {
-            path: format!("/bin/{applet}"),
-            target: "busybox".into(),
-        });
-    }
-    let config = ContainerConfig {
-        entrypoint: vec!["/usr/bin/redis-server".into()],
-        user: "999:999".into(),
-        env: vec!["PATH=/usr/bin:/bin".into()],
-        ..ContainerConfig::default()
-    };
-    let mut images = BTreeMap::new();
-    for version in VERSIONS {
-        let image = node
-            .push_programs(
-                &format!("e2e/redis:{version}"),
-                &[server, cli],
-                extra.clone(),
-                &config,
-            )
-            .await?;
-        images.insert(version, image);
-    }
-    Ok(images)
-}
-
-/// `redis-operator manifests`, applied as written except the operator image (this build's,
-/// from the local registry), the Redis images (the local ones) and two replicas.
-async fn deploy_operator(
-    node: &RealNode,
-    client: &kube::Client,
-    redis_images: &BTreeMap<&'static str, String>,
-) -> anyhow::Result<()> {
-    let binary = Path::new(env!("CARGO_BIN_EXE_redis-operator"));
-    let image = node
-        .push_programs(
-            "e2e/redis-operator:dev",
-            &[binary],
-            Vec::new(),
-            &ContainerConfig {
-                entrypoint: vec!["/usr/bin/redis-operator".into()],
-                user: "65532:65532".into(),
-                ..ContainerConfig::default()
-            },
-        )
-        .await?;
-    let output = std::process::Command::new(binary)
-        .arg("manifests")
-        .output()?;
-    anyhow::ensure!(output.status.success(), "redis-operator manifests failed");
-    let mut text = String::from_utf8(output.stdout)?;
-    let swaps = [
-        ("quay.io/example/redis-operator:0.1.0".to_string(), image),
-        (
-            "docker.io/library/redis:6.2".into(),
-            redis_images["6.2"].clone(),
-        ),
-        (
-            "docker.io/library/redis:7.0".into(),
-            redis_images["7.0"].clone(),
-        ),
-        (
-            "docker.io/library/redis:7.2".into(),
-            redis_images["7.2"].clone(),
-        ),
-    ];
-    for (from, to) in swaps {
-        anyhow::ensure!(text.contains(&from), "the manifests name no {from} to swap");
-        text = text.replace(&from, &to);
-    }
-    node.namespace(client, OPERATOR_NAMESPACE).await?;
-    e2e::olm::apply_yaml(client, &text).await?;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-    deployments
-        .patch(
-            "redis-operator",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 2}})),
-        )
-        .await?;
-    e2e::eventually(
-        Duration::from_secs(120),
-        "two operator pods available",
-        || async {
-            node.check_running()?;
-            let d = deployments.get("redis-operator").await?;
-            let available = d.status.and_then(|s| s.available_replicas).unwrap_or(0);
-            Ok((available >= 2).then_some(()))
-        },
-    )
-    .await
-}
-
-fn operator_logs(node: &RealNode) -> String {
-    let mut all = String::new();
-    for pod in operator_pod_names(node) {
-        if let Ok(output) = node.kubectl(&["logs", "-n", OPERATOR_NAMESPACE, &pod, "--tail=-1"]) {
-            all.push_str(&String::from_utf8_lossy(&output.stdout));
-        }
-    }
-    all
-}
-
-fn operator_pod_names(node: &RealNode) -> Vec<String> {
-    node.kubectl(&[
-        "get",
-        "pods",
-        "-n",
-        OPERATOR_NAMESPACE,
-        "-l",
-        "app.kubernetes.io/name=redis-operator",
-        "-o",
-        "jsonpath={.items[*].metadata.name}",
-    ])
-    .map(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .split_whitespace()
-            .map(str::to_string)
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
-/// The last lines of every operator pod's log, for a failure message.
-fn with_logs(node: &RealNode) -> impl FnOnce(anyhow::Error) -> anyhow::Error + '_ {
-    move |e| {
-        let logs = operator_logs(node);
-        let tail: Vec<&str> = logs.lines().rev().take(40).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        anyhow::anyhow!(
-            "{e:#}\nthe operator's log (last lines):\n{}",
-            tail.join("\n")
-        )
-    }
-}
-
-async fn new_cluster(
-    client: &kube::Client,
-    ns: &str,
-    spec: serde_json::Value,
-) -> anyhow::Result<Api<RedisCluster>> {
-    let clusters: Api<RedisCluster> = Api::namespaced(client.clone(), ns);
-    let cluster: RedisCluster = serde_json::from_value(json!({
-        "apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
-        "metadata": {"name": "my-redis"}, "spec": spec,
-    }))?;
-    clusters.create(&PostParams::default(), &cluster).await?;
-    Ok(clusters)
-}
-
-fn is_running(cluster: &RedisCluster, replicas: i32) -> bool {
-    let Some(status) = &cluster.status else {
-        return false;
-    };
-    status.phase == Some(Phase::Running)
-        && status.ready_replicas == replicas
-        && status.observed_generation == cluster.metadata.generation
-        && status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
-async fn wait_running(
-    setup: &Setup,
-    clusters: &Api<RedisCluster>,
-    replicas: i32,
-    timeout: Duration,
-) -> anyhow::Result<RedisCluster> {
-    e2e::eventually(
-        timeout,
-        &format!("{replicas} ready replicas, Running, Ready=True"),
-        || async {
-            setup.node.check_running()?;
-            let c = clusters.get("my-redis").await?;
-            Ok(is_running(&c, replicas).then_some(c))
-        },
-    )
-    .await
-    .map_err(with_logs(setup.node))
-}
-
-async fn pod_address(pods: &Api<Pod>, name: &str) -> anyhow::Result<SocketAddr> {
-    let pod = pods.get(name).await?;
-    let ip = pod
-        .status
-        .and_then(|s| s.pod_ip)
-        .with_context(|| format!("{name} has no IP"))?;
-    Ok(SocketAddr::new(ip.parse()?, 6379))
-}
-
-async fn service_address(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-) -> anyhow::Result<SocketAddr> {
-    let services: Api<Service> = Api::namespaced(client.clone(), ns);
-    let ip = services
-        .get(name)
-        .await?
-        .spec
-        .and_then(|s| s.cluster_ip)
-        .with_context(|| format!("Service {name} has no cluster IP"))?;
-    Ok(SocketAddr::new(ip.parse()?, 6379))
-}
-
-/// One command on a fresh connection (a Service address picks its endpoint per connection).
-async fn redis(
-    address: SocketAddr,
-    auth: Option<(&str, &str)>,
-    args: &[&str],
-) -> anyhow::Result<String> {
-    let mut c = Connection::open(address, auth, Duration::from_secs(2)).await?;
-    let reply = c.call(args).await?;
-    Ok(match reply {
-        redis_operator::redis::Reply::Integer(n) => n.to_string(),
-        other => other.text().unwrap_or_default(),
-    })
-}
-
-async fn replication(
-    address: SocketAddr,
-    auth: Option<(&str, &str)>,
-) -> anyhow::Result<Replication> {
-    let text = redis(address, auth, &["INFO", "replication"]).await?;
-    Replication::parse(&text).with_context(|| format!("no role in {text}"))
-}
-
-/// The replicas of a cluster without a password: the test talks to them as `default`.
-const NO_AUTH: Option<(&str, &str)> = None;
-
-async fn events(client: &kube::Client, ns: &str) -> anyhow::Result<Vec<Event>> {
-    let api: Api<Event> = Api::namespaced(client.clone(), ns);
-    Ok(api.list(&ListParams::default()).await?.items)
-}
-
-/// The PIDs of redis-server processes on this machine in the cgroup of the pod with `uid`
-/// (the test runs in the node's PID namespace, as root; kubelet's cgroupfs driver names pod
-/// cgroups `pod<uid>`).
-fn redis_pids_of(uid: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-        if comm.trim() == "redis-server" && cgroup.contains(&format!("pod{uid}")) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-/// A server's `run_id` (new on every start of redis-server).
-async fn run_id(address: SocketAddr, auth: Option<(&str, &str)>) -> anyhow::Result<String> {
-    let text = redis(address, auth, &["INFO", "server"]).await?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("run_id:").map(str::to_string))
-        .context("INFO server has no run_id")
-}
-
-/// Writes through the client Service until one succeeds on a server other than `old_run_id`
-/// (the old primary may take writes until it is paused); returns how long that took.
-async fn first_write(
-    client_service: SocketAddr,
-    auth: Option<(&str, &str)>,
-    key: &str,
-    old_run_id: &str,
-) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    loop {
-        let attempt = async {
-            let mut c = Connection::open(client_service, auth, Duration::from_secs(1)).await?;
-            c.call(&["SET", key, "after"]).await?;
-            let info = c
-                .call(&["INFO", "server"])
-                .await?
-                .text()
-                .unwrap_or_default();
-            Ok::<bool, anyhow::Error>(!info.contains(old_run_id))
-        };
-        if attempt.await.unwrap_or(false) {
-            return Ok(started.elapsed());
-        }
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(90),
-            "no write succeeded through the client Service for 90 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Keys written with `WAIT 1` (acknowledged by a replica) before a failover.
-async fn write_acknowledged(
-    client_service: SocketAddr,
-    auth: Option<(&str, &str)>,
-    prefix: &str,
-    n: usize,
-) -> anyhow::Result<Vec<String>> {
-    let mut keys = Vec::new();
-    for i in 0..n {
-        let key = format!("{prefix}-{i}");
-        let mut c = Connection::open(client_service, auth, Duration::from_secs(2)).await?;
-        c.call(&["SET", &key, &key]).await?;
-        let acked = c.call(&["WAIT", "1", "2000"]).await?;
-        anyhow::ensure!(
-            acked != redis_operator::redis::Reply::Integer(0),
-            "{key} was not acknowledged by any replica"
-        );
-        keys.push(key);
-    }
-    Ok(keys)
-}
-
-async fn all_present(
-    address: SocketAddr,
-    auth: Option<(&str, &str)>,
-    keys: &[String],
-) -> anyhow::Result<()> {
-    for key in keys {
-        let value = redis(address, auth, &["GET", key]).await?;
-        anyhow::ensure!(
-            value == *key,
-            "{key} is missing at {address} (got {value:?})"
-        );
-    }
-    Ok(())
-}
-
-async fn primary_of(clusters: &Api<RedisCluster>) -> anyhow::Result<String> {
-    clusters
-        .get("my-redis")
-        .await?
-        .status
-        .and_then(|s| s.primary)
-        .context("no status.primary")
-}
-
-/// Waits for a failover away from `old`; returns the new primary once the client Service
-/// takes writes and every pod of the cluster follows it.
-async fn wait_failover(
-    setup: &Setup,
-    clusters: &Api<RedisCluster>,
-    old: &str,
-) -> anyhow::Result<String> {
-    e2e::eventually(
-        Duration::from_secs(60),
-        "a new primary in status",
-        || async {
-            let primary = primary_of(clusters).await?;
-            Ok((primary != old).then_some(primary))
-        },
-    )
-    .await
-    .map_err(with_logs(setup.node))
-}
 
 #[tokio::test]
 async fn replication_failover_scaling_rolling_update_and_deletion_with_real_redis()
@@ -867,5 +444,74 @@ async fn the_password_is_on_no_command_line_and_a_new_one_rolls_the_pods() -> an
     );
     let found = scan(&second);
     assert!(found.is_empty(), "the new password is in {found:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_leader_gets_sigterm_mid_reconcile_and_the_other_replica_converges()
+-> anyhow::Result<()> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let setup = setup().await?;
+    let client = &setup.plane.client().await?;
+    let ns = "redis-handover";
+    setup.node.namespace(client, ns).await?;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let holder = || async {
+        Ok::<_, anyhow::Error>(
+            leases
+                .get_opt("redis-operator-leader")
+                .await?
+                .and_then(|l| l.spec)
+                .and_then(|s| s.holder_identity)
+                .filter(|h| !h.is_empty()),
+        )
+    };
+    let leader = e2e::eventually(Duration::from_secs(60), "a leader", || async {
+        Ok(holder()
+            .await?
+            .filter(|h| operator_pod_names(setup.node).contains(h)))
+    })
+    .await?;
+    let clusters = new_cluster(client, ns, json!({"replicas": 3})).await?;
+    // The leader is reconciling the new cluster (its children appear) when it gets SIGTERM.
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    e2e::eventually(
+        Duration::from_secs(30),
+        "the leader reconciling",
+        || async { Ok(maps.get_opt("my-redis-config").await?.map(|_| ())) },
+    )
+    .await?;
+    let operator_pods: Api<Pod> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let terminated = Instant::now();
+    operator_pods
+        .delete(&leader, &DeleteParams::default())
+        .await?;
+    let next = e2e::eventually(
+        Duration::from_secs(60),
+        "another operator pod holding the Lease",
+        || async { Ok(holder().await?.filter(|h| *h != leader)) },
+    )
+    .await?;
+    let handed_over = terminated.elapsed();
+    println!(
+        "Lease from {leader} to {next} in {:.1} s after SIGTERM",
+        handed_over.as_secs_f64()
+    );
+    // The Lease lasts 15 s; a leader that releases it on SIGTERM hands over well before.
+    assert!(
+        handed_over < Duration::from_secs(12),
+        "the Lease was not released: {handed_over:?}"
+    );
+    let running = wait_running(setup, &clusters, 3, Duration::from_secs(180)).await?;
+    assert_eq!(
+        running.status.unwrap().primary.as_deref(),
+        Some("my-redis-0")
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let info = replication(pod_address(&pods, "my-redis-0").await?, NO_AUTH).await?;
+    assert_eq!(info.connected_replicas, 2, "{info:?}");
+    clusters
+        .delete("my-redis", &DeleteParams::default())
+        .await?;
     Ok(())
 }

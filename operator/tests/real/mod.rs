@@ -1,0 +1,443 @@
+//! What the real-node tests and the real-node benchmark of the operator share: the real
+//! node with the Redis images and the operator Deployment (once per binary), and a few
+//! Redis and cluster helpers.
+
+#![allow(dead_code)] // the test binary and the benchmark use different parts
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use e2e::node::{ContainerConfig, RootfsEntry};
+use e2e::{ControlPlane, RealNode};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use redis_operator::api::v1::{Phase, RedisCluster};
+use redis_operator::redis::{Connection, Replication};
+use serde_json::json;
+use tokio::sync::OnceCell;
+
+pub const OPERATOR_NAMESPACE: &str = "redis-operator-system";
+
+/// The Redis image tags the CRD's versions map to: one build of Debian's redis-server under
+/// each tag, so a version change is a real image change (a new reference) of the same binary.
+pub const VERSIONS: [&str; 3] = ["6.2", "7.0", "7.2"];
+
+/// The node and control plane every test of the binary shares.
+pub struct Setup {
+    /// The real node.
+    pub node: &'static RealNode,
+    /// The control plane.
+    pub plane: &'static std::sync::Arc<ControlPlane>,
+}
+
+static SETUP: OnceCell<Setup> = OnceCell::const_new();
+
+/// The real node, the Redis images, and the operator Deployment (2 replicas, one leader),
+/// once per test binary.
+pub async fn setup() -> anyhow::Result<&'static Setup> {
+    SETUP
+        .get_or_try_init(|| async {
+            // The shared control plane lives as long as the test binary (a static holds it);
+            // a leaked handle lets the setup hand out a 'static node.
+            let plane: &'static std::sync::Arc<ControlPlane> =
+                Box::leak(Box::new(ControlPlane::shared().await?));
+            let node = plane.real_node().await?;
+            let client = plane.client().await?;
+            let images = push_redis_images(node).await?;
+            deploy_operator(node, &client, &images).await?;
+            Ok(Setup { node, plane })
+        })
+        .await
+}
+
+/// Debian's redis-server and redis-cli with their libraries, and busybox for the start and
+/// probe scripts (`sh`, `sha256sum`, `cat`).
+pub async fn push_redis_images(node: &RealNode) -> anyhow::Result<BTreeMap<&'static str, String>> {
+    let server = Path::new("/usr/bin/redis-server");
+    let cli = Path::new("/usr/bin/redis-cli");
+    let busybox = Path::new("/bin/busybox");
+    for (program, package) in [(server, "redis-server"), (busybox, "busybox-static")] {
+        anyhow::ensure!(
+            program.is_file(),
+            "{} is missing: install Debian's {package} (the README test command does)",
+            program.display()
+        );
+    }
+    let mut extra = vec![
+        RootfsEntry::Dir {
+            path: "/data".into(),
+            mode: 0o1777,
+        },
+        RootfsEntry::Dir {
+            path: "/run/redis".into(),
+            mode: 0o1777,
+        },
+        RootfsEntry::File {
+            path: "/bin/busybox".into(),
+            source: busybox.into(),
+            mode: 0o755,
+        },
+    ];
+    for applet in ["sh", "sha256sum", "cat", "ls", "kill", "sleep"] {
+        extra.push(RootfsEntry::Symlink {
+            path: format!("/bin/{applet}"),
+            target: "busybox".into(),
+        });
+    }
+    let config = ContainerConfig {
+        entrypoint: vec!["/usr/bin/redis-server".into()],
+        user: "999:999".into(),
+        env: vec!["PATH=/usr/bin:/bin".into()],
+        ..ContainerConfig::default()
+    };
+    let mut images = BTreeMap::new();
+    for version in VERSIONS {
+        let image = node
+            .push_programs(
+                &format!("e2e/redis:{version}"),
+                &[server, cli],
+                extra.clone(),
+                &config,
+            )
+            .await?;
+        images.insert(version, image);
+    }
+    Ok(images)
+}
+
+/// `redis-operator manifests`, applied as written except the operator image (this build's,
+/// from the local registry), the Redis images (the local ones) and two replicas.
+pub async fn deploy_operator(
+    node: &RealNode,
+    client: &kube::Client,
+    redis_images: &BTreeMap<&'static str, String>,
+) -> anyhow::Result<()> {
+    let binary = Path::new(env!("CARGO_BIN_EXE_redis-operator"));
+    let image = node
+        .push_programs(
+            "e2e/redis-operator:dev",
+            &[binary],
+            Vec::new(),
+            &ContainerConfig {
+                entrypoint: vec!["/usr/bin/redis-operator".into()],
+                user: "65532:65532".into(),
+                ..ContainerConfig::default()
+            },
+        )
+        .await?;
+    let output = std::process::Command::new(binary)
+        .arg("manifests")
+        .output()?;
+    anyhow::ensure!(output.status.success(), "redis-operator manifests failed");
+    let mut text = String::from_utf8(output.stdout)?;
+    let swaps = [
+        ("quay.io/example/redis-operator:0.1.0".to_string(), image),
+        (
+            "docker.io/library/redis:6.2".into(),
+            redis_images["6.2"].clone(),
+        ),
+        (
+            "docker.io/library/redis:7.0".into(),
+            redis_images["7.0"].clone(),
+        ),
+        (
+            "docker.io/library/redis:7.2".into(),
+            redis_images["7.2"].clone(),
+        ),
+    ];
+    for (from, to) in swaps {
+        anyhow::ensure!(text.contains(&from), "the manifests name no {from} to swap");
+        text = text.replace(&from, &to);
+    }
+    node.namespace(client, OPERATOR_NAMESPACE).await?;
+    e2e::olm::apply_yaml(client, &text).await?;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    deployments
+        .patch(
+            "redis-operator",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await?;
+    e2e::eventually(
+        Duration::from_secs(120),
+        "two operator pods available",
+        || async {
+            node.check_running()?;
+            let d = deployments.get("redis-operator").await?;
+            let available = d.status.and_then(|s| s.available_replicas).unwrap_or(0);
+            Ok((available >= 2).then_some(()))
+        },
+    )
+    .await
+}
+
+pub fn operator_logs(node: &RealNode) -> String {
+    let mut all = String::new();
+    for pod in operator_pod_names(node) {
+        if let Ok(output) = node.kubectl(&["logs", "-n", OPERATOR_NAMESPACE, &pod, "--tail=-1"]) {
+            all.push_str(&String::from_utf8_lossy(&output.stdout));
+        }
+    }
+    all
+}
+
+pub fn operator_pod_names(node: &RealNode) -> Vec<String> {
+    node.kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=redis-operator",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ])
+    .map(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The last lines of every operator pod's log, for a failure message.
+pub fn with_logs(node: &RealNode) -> impl FnOnce(anyhow::Error) -> anyhow::Error + '_ {
+    move |e| {
+        let logs = operator_logs(node);
+        let tail: Vec<&str> = logs.lines().rev().take(40).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        anyhow::anyhow!(
+            "{e:#}\nthe operator's log (last lines):\n{}",
+            tail.join("\n")
+        )
+    }
+}
+
+pub async fn new_cluster(
+    client: &kube::Client,
+    ns: &str,
+    spec: serde_json::Value,
+) -> anyhow::Result<Api<RedisCluster>> {
+    let clusters: Api<RedisCluster> = Api::namespaced(client.clone(), ns);
+    let cluster: RedisCluster = serde_json::from_value(json!({
+        "apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+        "metadata": {"name": "my-redis"}, "spec": spec,
+    }))?;
+    clusters.create(&PostParams::default(), &cluster).await?;
+    Ok(clusters)
+}
+
+pub fn is_running(cluster: &RedisCluster, replicas: i32) -> bool {
+    let Some(status) = &cluster.status else {
+        return false;
+    };
+    status.phase == Some(Phase::Running)
+        && status.ready_replicas == replicas
+        && status.observed_generation == cluster.metadata.generation
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+pub async fn wait_running(
+    setup: &Setup,
+    clusters: &Api<RedisCluster>,
+    replicas: i32,
+    timeout: Duration,
+) -> anyhow::Result<RedisCluster> {
+    e2e::eventually(
+        timeout,
+        &format!("{replicas} ready replicas, Running, Ready=True"),
+        || async {
+            setup.node.check_running()?;
+            let c = clusters.get("my-redis").await?;
+            Ok(is_running(&c, replicas).then_some(c))
+        },
+    )
+    .await
+    .map_err(with_logs(setup.node))
+}
+
+pub async fn pod_address(pods: &Api<Pod>, name: &str) -> anyhow::Result<SocketAddr> {
+    let pod = pods.get(name).await?;
+    let ip = pod
+        .status
+        .and_then(|s| s.pod_ip)
+        .with_context(|| format!("{name} has no IP"))?;
+    Ok(SocketAddr::new(ip.parse()?, 6379))
+}
+
+pub async fn service_address(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> anyhow::Result<SocketAddr> {
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let ip = services
+        .get(name)
+        .await?
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .with_context(|| format!("Service {name} has no cluster IP"))?;
+    Ok(SocketAddr::new(ip.parse()?, 6379))
+}
+
+/// One command on a fresh connection (a Service address picks its endpoint per connection).
+pub async fn redis(
+    address: SocketAddr,
+    auth: Option<(&str, &str)>,
+    args: &[&str],
+) -> anyhow::Result<String> {
+    let mut c = Connection::open(address, auth, Duration::from_secs(2)).await?;
+    let reply = c.call(args).await?;
+    Ok(match reply {
+        redis_operator::redis::Reply::Integer(n) => n.to_string(),
+        other => other.text().unwrap_or_default(),
+    })
+}
+
+pub async fn replication(
+    address: SocketAddr,
+    auth: Option<(&str, &str)>,
+) -> anyhow::Result<Replication> {
+    let text = redis(address, auth, &["INFO", "replication"]).await?;
+    Replication::parse(&text).with_context(|| format!("no role in {text}"))
+}
+
+/// The replicas of a cluster without a password: the test talks to them as `default`.
+pub const NO_AUTH: Option<(&str, &str)> = None;
+
+pub async fn events(client: &kube::Client, ns: &str) -> anyhow::Result<Vec<Event>> {
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
+    Ok(api.list(&ListParams::default()).await?.items)
+}
+
+/// The PIDs of redis-server processes on this machine in the cgroup of the pod with `uid`
+/// (the test runs in the node's PID namespace, as root; kubelet's cgroupfs driver names pod
+/// cgroups `pod<uid>`).
+pub fn redis_pids_of(uid: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        if comm.trim() == "redis-server" && cgroup.contains(&format!("pod{uid}")) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// A server's `run_id` (new on every start of redis-server).
+pub async fn run_id(address: SocketAddr, auth: Option<(&str, &str)>) -> anyhow::Result<String> {
+    let text = redis(address, auth, &["INFO", "server"]).await?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("run_id:").map(str::to_string))
+        .context("INFO server has no run_id")
+}
+
+/// Writes through the client Service until one succeeds on a server other than `old_run_id`
+/// (the old primary may take writes until it is paused); returns how long that took.
+pub async fn first_write(
+    client_service: SocketAddr,
+    auth: Option<(&str, &str)>,
+    key: &str,
+    old_run_id: &str,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    loop {
+        let attempt = async {
+            let mut c = Connection::open(client_service, auth, Duration::from_secs(1)).await?;
+            c.call(&["SET", key, "after"]).await?;
+            let info = c
+                .call(&["INFO", "server"])
+                .await?
+                .text()
+                .unwrap_or_default();
+            Ok::<bool, anyhow::Error>(!info.contains(old_run_id))
+        };
+        if attempt.await.unwrap_or(false) {
+            return Ok(started.elapsed());
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(90),
+            "no write succeeded through the client Service for 90 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Keys written with `WAIT 1` (acknowledged by a replica) before a failover.
+pub async fn write_acknowledged(
+    client_service: SocketAddr,
+    auth: Option<(&str, &str)>,
+    prefix: &str,
+    n: usize,
+) -> anyhow::Result<Vec<String>> {
+    let mut keys = Vec::new();
+    for i in 0..n {
+        let key = format!("{prefix}-{i}");
+        let mut c = Connection::open(client_service, auth, Duration::from_secs(2)).await?;
+        c.call(&["SET", &key, &key]).await?;
+        let acked = c.call(&["WAIT", "1", "2000"]).await?;
+        anyhow::ensure!(
+            acked != redis_operator::redis::Reply::Integer(0),
+            "{key} was not acknowledged by any replica"
+        );
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+pub async fn all_present(
+    address: SocketAddr,
+    auth: Option<(&str, &str)>,
+    keys: &[String],
+) -> anyhow::Result<()> {
+    for key in keys {
+        let value = redis(address, auth, &["GET", key]).await?;
+        anyhow::ensure!(
+            value == *key,
+            "{key} is missing at {address} (got {value:?})"
+        );
+    }
+    Ok(())
+}
+
+pub async fn primary_of(clusters: &Api<RedisCluster>) -> anyhow::Result<String> {
+    clusters
+        .get("my-redis")
+        .await?
+        .status
+        .and_then(|s| s.primary)
+        .context("no status.primary")
+}
+
+/// Waits for a failover away from `old`; returns the new primary once the client Service
+/// takes writes and every pod of the cluster follows it.
+pub async fn wait_failover(
+    setup: &Setup,
+    clusters: &Api<RedisCluster>,
+    old: &str,
+) -> anyhow::Result<String> {
+    e2e::eventually(
+        Duration::from_secs(60),
+        "a new primary in status",
+        || async {
+            let primary = primary_of(clusters).await?;
+            Ok((primary != old).then_some(primary))
+        },
+    )
+    .await
+    .map_err(with_logs(setup.node))
+}
