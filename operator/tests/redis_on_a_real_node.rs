@@ -129,6 +129,12 @@ async fn replication_failover_scaling_rolling_update_and_deletion_with_real_redi
         running.status.unwrap().primary.as_deref(),
         Some(new_primary.as_str())
     );
+    if let Ok(output) = setup.node.kubectl(&["get", "redisclusters", "-n", ns]) {
+        println!(
+            "$ kubectl get redisclusters\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
     let returned = replication(pod_address(&pods, "my-redis-0").await?, NO_AUTH).await?;
     assert!(
         matches!(&returned.role, Role::Replica { host, .. } if host.starts_with(&format!("{new_primary}."))),
@@ -510,6 +516,33 @@ async fn the_leader_gets_sigterm_mid_reconcile_and_the_other_replica_converges()
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let info = replication(pod_address(&pods, "my-redis-0").await?, NO_AUTH).await?;
     assert_eq!(info.connected_replicas, 2, "{info:?}");
+
+    // Metrics, scraped the way Prometheus does: through the operator's metrics Service.
+    let services: Api<Service> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let ip = services
+        .get("redis-operator-metrics")
+        .await?
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .context("the metrics Service has no cluster IP")?;
+    let body = tokio::task::spawn_blocking(move || -> anyhow::Result<String> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect((ip.as_str(), 8080))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: metrics\r\n\r\n")?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body)?;
+        Ok(body)
+    })
+    .await??;
+    assert!(
+        body.starts_with("HTTP/1.") && body.contains(" 200 "),
+        "{body}"
+    );
+    assert!(
+        body.contains("redis_operator_"),
+        "no operator metric in {body}"
+    );
     clusters
         .delete("my-redis", &DeleteParams::default())
         .await?;
