@@ -190,7 +190,7 @@ pub fn plan(view: &View<'_>) -> Plan {
         && matches!(state, PrimaryState::Healthy)
         && settled
         && view.desired > 1
-        && find(&primary).is_some_and(|p| outdated(p))
+        && find(&primary).is_some_and(outdated)
         && members
             .iter()
             .filter(|m| m.name != primary)
