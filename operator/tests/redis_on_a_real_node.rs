@@ -278,6 +278,21 @@ async fn replication_failover_scaling_rolling_update_and_deletion_with_real_redi
     });
     assert!(switched, "no Switched Event for the rolling update");
 
+    // 5b. Scaling down to one pod never removes the primary: a primary above the new size is
+    // switched away from first.
+    let primary_before_scale = primary_of(&clusters).await?;
+    clusters
+        .patch(
+            "my-redis",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 1}})),
+        )
+        .await?;
+    wait_running(setup, &clusters, 1, Duration::from_secs(120)).await?;
+    assert_eq!(primary_of(&clusters).await?, "my-redis-0");
+    println!("scale-down to 1: primary {primary_before_scale} → my-redis-0");
+    all_present(service, NO_AUTH, &all_keys).await?;
+
     // 6. Deletion: the finalizer removes the claims; nothing the cluster owned is left.
     clusters
         .delete("my-redis", &DeleteParams::default())

@@ -110,6 +110,60 @@ pub async fn push_redis_images(node: &RealNode) -> anyhow::Result<BTreeMap<&'sta
     Ok(images)
 }
 
+/// The statically linked operator the README test command builds
+/// (`RUSTFLAGS="-C target-feature=+crt-static" cargo build -p redis-operator --target
+/// x86_64-unknown-linux-gnu`), refused when older than the operator's sources.
+pub fn static_operator_binary() -> anyhow::Result<std::path::PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| manifest.join("../target"));
+    let binary = target.join("x86_64-unknown-linux-gnu/debug/redis-operator");
+    let build = "RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build -p redis-operator --target x86_64-unknown-linux-gnu (the README test command does)";
+    let built = std::fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .map_err(|e| anyhow::anyhow!("{}: {e}: run {build}", binary.display()))?;
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    let mut folders = vec![manifest.join("src")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)?.flatten() {
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                folders.push(entry.path());
+            } else {
+                newest = newest.max(meta.modified()?);
+            }
+        }
+    }
+    anyhow::ensure!(
+        built >= newest,
+        "{} is older than operator/src: run {build}",
+        binary.display()
+    );
+    anyhow::ensure!(
+        !has_interpreter(&std::fs::read(&binary)?),
+        "{} is dynamically linked: run {build}",
+        binary.display()
+    );
+    Ok(binary)
+}
+
+/// An ELF64 file with a PT_INTERP program header needs a dynamic loader (the image has none).
+fn has_interpreter(elf: &[u8]) -> bool {
+    let read = |at: usize, n: usize| elf.get(at..at + n);
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (read(0x20, 8), read(0x36, 2), read(0x38, 2))
+    else {
+        return true;
+    };
+    let phoff = u64::from_le_bytes(phoff.try_into().expect("8 bytes")) as usize;
+    let phentsize = u16::from_le_bytes(phentsize.try_into().expect("2 bytes")) as usize;
+    let phnum = u16::from_le_bytes(phnum.try_into().expect("2 bytes")) as usize;
+    (0..phnum).any(|i| {
+        read(phoff + i * phentsize, 4)
+            .is_none_or(|t| u32::from_le_bytes(t.try_into().expect("4 bytes")) == 3)
+    })
+}
+
 /// `redis-operator manifests`, applied as written except the operator image (this build's,
 /// from the local registry), the Redis images (the local ones) and two replicas.
 pub async fn deploy_operator(
@@ -118,18 +172,16 @@ pub async fn deploy_operator(
     redis_images: &BTreeMap<&'static str, String>,
 ) -> anyhow::Result<()> {
     let binary = Path::new(env!("CARGO_BIN_EXE_redis-operator"));
-    let image = node
-        .push_programs(
-            "e2e/redis-operator:dev",
-            &[binary],
-            Vec::new(),
-            &ContainerConfig {
-                entrypoint: vec!["/usr/bin/redis-operator".into()],
-                user: "65532:65532".into(),
-                ..ContainerConfig::default()
-            },
-        )
-        .await?;
+    // The image is what a release makes: `bundle-tool build --binary` of the statically
+    // linked operator, the binary alone.
+    let image = bundle_tool::image::build_binary_image(
+        &static_operator_binary()?,
+        &BTreeMap::from([(
+            "org.opencontainers.image.title".to_string(),
+            "redis-operator".to_string(),
+        )]),
+    )?;
+    let image = node.push_image("e2e/redis-operator:dev", &image).await?;
     let output = std::process::Command::new(binary)
         .arg("manifests")
         .output()?;

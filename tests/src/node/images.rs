@@ -140,7 +140,8 @@ pub async fn push_programs(
     push(registry, name, &build_rootfs_image(&entries, config)?).await
 }
 
-async fn push(registry: &str, name: &str, image: &BuiltImage) -> anyhow::Result<String> {
+/// Pushes a built image as `registry/name`; returns the reference.
+pub(crate) async fn push(registry: &str, name: &str, image: &BuiltImage) -> anyhow::Result<String> {
     let reference = format!("{registry}/{name}");
     let parsed = parse_reference(&reference)?;
     RegistryClient::new(true, Credentials::Anonymous)

@@ -236,6 +236,16 @@ impl RealNode {
         images::push_programs(&self.registry(), name, programs, extra, config).await
     }
 
+    /// Pushes an image built elsewhere (e.g. `bundle_tool::image::build_binary_image`) to the
+    /// node's registry as `name`; returns the reference pods use.
+    pub async fn push_image(
+        &self,
+        name: &str,
+        image: &bundle_tool::image::BuiltImage,
+    ) -> anyhow::Result<String> {
+        images::push(&self.registry(), name, image).await
+    }
+
     /// Creates a namespace whose pods all run on the real node: the apiserver's PodNodeSelector
     /// and PodTolerationRestriction plugins add the node selector and the toleration, as a
     /// cluster admin pins a namespace. Returns once its `default` ServiceAccount exists.
