@@ -62,6 +62,12 @@ async fn floor_once(setup: &Setup, client: &kube::Client, ns: &str) -> anyhow::R
             },
         ))?),
     ];
+    // The image the operator would pick (its RELATED_IMAGE_REDIS_7_2 in the Deployment).
+    let mut objects = objects;
+    if let Some(set) = objects.last_mut() {
+        set["spec"]["template"]["spec"]["containers"][0]["image"] =
+            json!(setup.redis_images["7.2"]);
+    }
     let started = Instant::now();
     e2e::apply_objects(client, &objects).await?;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
@@ -73,8 +79,37 @@ async fn floor_once(setup: &Setup, client: &kube::Client, ns: &str) -> anyhow::R
             Ok((set.status.and_then(|s| s.ready_replicas) == Some(3)).then_some(()))
         },
     )
-    .await?;
-    Ok(started.elapsed().as_secs_f64())
+    .await
+    .map_err(|e| {
+        let pods = setup
+            .node
+            .kubectl(&["describe", "pods", "-n", ns])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        anyhow::anyhow!("{e:#}\n{pods}")
+    })?;
+    let took = started.elapsed().as_secs_f64();
+    // Its pods' CPU requests would otherwise keep later rounds from being scheduled.
+    sets.delete("my-redis", &DeleteParams::default()).await?;
+    pods_gone(client, ns).await?;
+    Ok(took)
+}
+
+async fn pods_gone(client: &kube::Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    e2e::eventually(
+        Duration::from_secs(120),
+        "the round's pods gone",
+        || async {
+            Ok(pods
+                .list(&Default::default())
+                .await?
+                .items
+                .is_empty()
+                .then_some(()))
+        },
+    )
+    .await
 }
 
 async fn ours_once(setup: &Setup, client: &kube::Client, ns: &str) -> anyhow::Result<f64> {
@@ -82,7 +117,12 @@ async fn ours_once(setup: &Setup, client: &kube::Client, ns: &str) -> anyhow::Re
     let started = Instant::now();
     let clusters = new_cluster(client, ns, json!({"replicas": 3})).await?;
     wait_running(setup, &clusters, 3, Duration::from_secs(180)).await?;
-    Ok(started.elapsed().as_secs_f64())
+    let took = started.elapsed().as_secs_f64();
+    clusters
+        .delete("my-redis", &DeleteParams::default())
+        .await?;
+    pods_gone(client, ns).await?;
+    Ok(took)
 }
 
 fn rss_mib(pid: u32) -> Option<f64> {

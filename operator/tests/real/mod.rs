@@ -31,6 +31,8 @@ pub const VERSIONS: [&str; 3] = ["6.2", "7.0", "7.2"];
 pub struct Setup {
     /// The real node.
     pub node: &'static RealNode,
+    /// The Redis image per version tag (what the operator's RELATED_IMAGE_REDIS_* name).
+    pub redis_images: BTreeMap<&'static str, String>,
     /// The control plane.
     pub plane: &'static std::sync::Arc<ControlPlane>,
 }
@@ -50,7 +52,11 @@ pub async fn setup() -> anyhow::Result<&'static Setup> {
             let client = plane.client().await?;
             let images = push_redis_images(node).await?;
             deploy_operator(node, &client, &images).await?;
-            Ok(Setup { node, plane })
+            Ok(Setup {
+                node,
+                redis_images: images,
+                plane,
+            })
         })
         .await
 }
@@ -118,7 +124,10 @@ pub fn static_operator_binary() -> anyhow::Result<std::path::PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| manifest.join("../target"));
-    let binary = target.join("x86_64-unknown-linux-gnu/debug/redis-operator");
+    // E2E_OPERATOR_BINARY picks another static build (the benchmark measures a release one).
+    let binary = std::env::var_os("E2E_OPERATOR_BINARY")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| target.join("x86_64-unknown-linux-gnu/debug/redis-operator"));
     let build = "RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build -p redis-operator --target x86_64-unknown-linux-gnu (the README test command does)";
     let built = std::fs::metadata(&binary)
         .and_then(|m| m.modified())
