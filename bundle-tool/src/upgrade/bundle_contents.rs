@@ -88,11 +88,10 @@ impl BundleContents {
         let mut crds = BTreeMap::new();
         for object in objects {
             match object["kind"].as_str() {
-                Some("ClusterServiceVersion") => {
-                    if csv.replace(object).is_some() {
-                        return Err(UpgradeError::SeveralCsvs(source));
-                    }
+                Some("ClusterServiceVersion") if csv.is_some() => {
+                    return Err(UpgradeError::SeveralCsvs(source));
                 }
+                Some("ClusterServiceVersion") => csv = Some(object),
                 Some("CustomResourceDefinition") => {
                     let crd = Crd::from_object(&object);
                     crds.insert(crd.name.clone(), crd);

@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::finding::{Area, Finding, Level};
 use super::property_rules::{Violation, compare};
@@ -255,7 +255,7 @@ fn compare_versions(old: &CrdVersion, new: &CrdVersion) -> Vec<(String, Violatio
     let mut found = Vec::new();
     for (path, old_schema) in flatten(old.schema.as_ref()) {
         let old_node = node(&old_schema);
-        let new_node: Node = new_nodes.get(&path).map(node).unwrap_or_else(Map::new);
+        let new_node: Node = new_nodes.get(&path).map(node).unwrap_or_default();
         if old_node == new_node {
             continue;
         }
