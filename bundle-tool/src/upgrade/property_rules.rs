@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::schema::{Node, go_field_name, go_list, go_number, go_quote, raw_text};
+use super::schema::{GoShape, Node, go_fields, go_list, go_number, go_quote, node, raw_text};
 
 /// A comparator's failure: its rule name and crdify's message, and the values compared.
 #[derive(Clone, Debug, PartialEq)]
@@ -306,25 +306,13 @@ fn type_change(a: &mut Node, b: &mut Node) -> Option<Violation> {
 }
 
 /// What no comparator judged and still differs, worded as operator-controller shortens
-/// crdify's diff: `unhandled changes found (Format "" -> "email")`.
+/// crdify's diff: `unhandled changes found (Format "" -> "email")`, fields in Go's order.
 fn unhandled(a: &Node, b: &Node) -> Option<Violation> {
     if a == b {
         return None;
     }
-    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     let mut details = Vec::new();
-    for key in keys {
-        let (old, new) = (a.get(key.as_str()), b.get(key.as_str()));
-        if old == new {
-            continue;
-        }
-        details.push(format!(
-            "{} {} -> {}",
-            go_field_name(key),
-            go_value(old, new),
-            go_value(new, old)
-        ));
-    }
+    describe_changes(a, b, &mut details);
     violation(
         "unhandled",
         format!("unhandled changes found ({})", details.join("; ")),
@@ -333,24 +321,63 @@ fn unhandled(a: &Node, b: &Node) -> Option<Violation> {
     )
 }
 
-/// A field's value as Go's diff shows it (an unset string as `""`, an unset bool as
-/// `false`), or `<complex value>` for schemas, lists and raw JSON.
-fn go_value(value: Option<&Value>, other: Option<&Value>) -> String {
-    match (value, other) {
-        (Some(Value::String(s)), _) => go_quote(s),
-        (Some(Value::Bool(b)), _) => b.to_string(),
-        (Some(n @ Value::Number(_)), _) => go_number(n),
-        (None, Some(Value::String(_))) => "\"\"".into(),
-        (None, Some(Value::Bool(_))) => "false".into(),
-        (None, _) => "<empty>".into(),
-        _ => "<complex value>".into(),
+/// Keywords whose value is one nested schema: Go's diff shows the fields that changed in it.
+const NESTED_SCHEMAS: [&str; 3] = ["not", "additionalProperties", "additionalItems"];
+
+fn describe_changes(a: &Node, b: &Node, details: &mut Vec<String>) {
+    for (json, go, shape) in go_fields() {
+        let (old, new) = (a.get(json), b.get(json));
+        if old == new {
+            continue;
+        }
+        if let (Some(x @ Value::Object(_)), Some(y @ Value::Object(_))) = (old, new)
+            && NESTED_SCHEMAS.contains(&json)
+        {
+            describe_changes(&node(x), &node(y), details);
+            continue;
+        }
+        details.push(format!(
+            "{go} {} -> {}",
+            go_value(old, new, shape),
+            go_value(new, old, shape)
+        ));
+    }
+}
+
+/// A field's value as Go's diff shows it, after operator-controller's clean-up: an unset
+/// plain string `""`, bool `false`, pointer or slice `nil`; a pointer's value `&value`;
+/// `<complex value>` for schemas and raw JSON.
+fn go_value(value: Option<&Value>, other: Option<&Value>, shape: GoShape) -> String {
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(go_quote(s)),
+        Value::Bool(b) => Some(b.to_string()),
+        n @ Value::Number(_) => Some(go_number(n)),
+        _ => None,
+    };
+    match (shape, value) {
+        (GoShape::Plain, Some(v)) => scalar(v).unwrap_or_else(|| "<complex value>".into()),
+        (GoShape::Plain, None) => match other {
+            Some(Value::Bool(_)) => "false".into(),
+            _ => "\"\"".into(),
+        },
+        (GoShape::Pointer | GoShape::Collection, None) => "nil".into(),
+        (GoShape::Pointer, Some(v)) => {
+            scalar(v).map_or_else(|| "<complex value>".into(), |s| format!("&{s}"))
+        }
+        (GoShape::Collection, Some(Value::Array(items))) if items.iter().all(Value::is_string) => {
+            let quoted: Vec<String> = items
+                .iter()
+                .filter_map(|i| i.as_str().map(go_quote))
+                .collect();
+            format!("[]string{{{}}}", quoted.join(", "))
+        }
+        (GoShape::Collection, Some(_)) => "<complex value>".into(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upgrade::schema::node;
     use serde_json::json;
 
     fn rules(old: Value, new: Value) -> Vec<(&'static str, String)> {

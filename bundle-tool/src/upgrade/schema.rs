@@ -155,12 +155,27 @@ const FIELDS: [(&str, &str, FieldKind); 44] = [
     ),
 ];
 
-/// The Go field name of a JSON schema keyword (for the `unhandled` message).
-pub fn go_field_name(json_name: &str) -> &str {
-    FIELDS
-        .iter()
-        .find(|(json, _, _)| *json == json_name)
-        .map_or(json_name, |(_, go, _)| go)
+/// How Go's diff writes a field's value (for the `unhandled` message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GoShape {
+    /// A plain string or bool: unset is `""` or `false`.
+    Plain,
+    /// A pointer or a slice: unset is `nil`, a pointer's value is written `&value`.
+    Pointer,
+    /// A slice or map: unset is `nil`, a list of strings is written `[]string{"a"}`.
+    Collection,
+}
+
+/// Every field of `JSONSchemaProps` in Go's order: JSON name, Go name, how Go writes it.
+pub fn go_fields() -> impl Iterator<Item = (&'static str, &'static str, GoShape)> {
+    FIELDS.iter().map(|(json, go, kind)| {
+        let shape = match kind {
+            FieldKind::Plain => GoShape::Plain,
+            FieldKind::Pointer | FieldKind::Float => GoShape::Pointer,
+            FieldKind::Collection => GoShape::Collection,
+        };
+        (*json, *go, shape)
+    })
 }
 
 /// A node as Go would hold it after decoding, children dropped: unknown keys gone, unset
