@@ -136,12 +136,13 @@ fn edges(
             for skipped in &entry.skips {
                 add(skipped, &entry.name);
             }
-            let Ok(range) = VersionRange::parse(&entry.skip_range) else {
-                continue;
-            };
+            // A range that does not parse draws no edge here.
             if entry.skip_range.is_empty() {
                 continue;
             }
+            let Ok(range) = VersionRange::parse(&entry.skip_range) else {
+                continue;
+            };
             for other in &channel.entries {
                 if other.name != entry.name
                     && version_of(&channel.package, &other.name).is_some_and(|v| range.contains(&v))

@@ -42,22 +42,3 @@ pub fn check_pair(old: &BundleContents, new: &BundleContents, checks: Checks) ->
     findings.extend(operator_rules::check_operator(old, new));
     Report::new(old.name.clone(), new.name.clone(), findings)
 }
-
-/// The error operator-controller's preflight would give for `report`'s CRD findings, one
-/// `validating upgrade for CRD "NAME": …` block per CRD (`None` when it would pass).
-pub fn preflight_error(report: &Report) -> Option<String> {
-    let mut by_crd: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-    for finding in &report.findings {
-        if let Some(text) = finding.preflight_text() {
-            by_crd.entry(&finding.subject).or_default().push(text);
-        }
-    }
-    if by_crd.is_empty() {
-        return None;
-    }
-    let blocks: Vec<String> = by_crd
-        .into_iter()
-        .map(|(crd, lines)| format!("validating upgrade for CRD {crd:?}: {}", lines.join("\n")))
-        .collect();
-    Some(blocks.join("\n"))
-}
