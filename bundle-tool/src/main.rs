@@ -109,6 +109,7 @@ enum Command {
     #[command(after_help = examples!(
         "bundle-tool check-upgrade ../old-bundle bundle",
         "bundle-tool check-upgrade quay.io/me/bundle:v0.1.0 bundle -o md",
+        "bundle-tool check-upgrade ../old-bundle bundle --kubeconfig ~/.kube/config",
     ))]
     CheckUpgrade(action::CheckUpgradeArgs),
     /// Print shell completions for bash, zsh or fish, generated from these definitions.

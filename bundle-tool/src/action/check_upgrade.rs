@@ -21,16 +21,40 @@ pub struct CheckUpgradeArgs {
     /// Pull image references over plain HTTP.
     #[arg(long)]
     pub plain_http: bool,
+    /// Read the stored versions of OLD's CRDs from this cluster (`status.storedVersions`)
+    /// instead of assuming them from OLD's files.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl Action for CheckUpgradeArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        let old = self.read(&self.old)?;
+        let mut old = self.read(&self.old)?;
         let new = self.read(&self.new)?;
+        let mut notes = Vec::new();
+        if let Some(kubeconfig) = &self.kubeconfig {
+            let names: Vec<String> = old.crds.keys().cloned().collect();
+            let live = upgrade::stored_versions(kubeconfig, &names)?;
+            for (name, crd) in &mut old.crds {
+                match live.get(name) {
+                    Some(stored) => {
+                        notes.push(format!(
+                            "{name}: stored versions from the cluster: {}",
+                            stored.join(", ")
+                        ));
+                        crd.stored_versions = stored.clone();
+                    }
+                    None => notes.push(format!(
+                        "{name}: not on the cluster; stored versions from {}",
+                        old.source
+                    )),
+                }
+            }
+        }
         let report = upgrade::check_pair(&old, &new, Checks { graph: true });
         Ok(Outcome {
             output: Output::Text(upgrade::render_report(&report, self.output)),
-            notes: Vec::new(),
+            notes,
             status: if report.has_errors() {
                 Status::Failure
             } else {

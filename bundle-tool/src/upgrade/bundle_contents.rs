@@ -37,6 +37,9 @@ pub enum UpgradeError {
     /// The catalog could not be loaded.
     #[error("{0}")]
     Catalog(String),
+    /// The cluster of `--kubeconfig` could not be read.
+    #[error("{0}")]
+    Cluster(String),
 }
 
 /// A bundle as the upgrade checks read it.

@@ -8,6 +8,7 @@ mod catalog_edges;
 pub mod crd_rules;
 mod finding;
 mod graph;
+mod live_crds;
 mod operator_rules;
 mod permissions;
 pub mod property_rules;
@@ -17,6 +18,7 @@ pub mod schema;
 pub use bundle_contents::{BundleContents, UpgradeError};
 pub use catalog_edges::{CatalogReport, Edge, check_catalog};
 pub use finding::{Area, Finding, Level, Report};
+pub use live_crds::stored_versions;
 pub use render::{Format, render_catalog, render_report};
 
 /// Which checks to run on a pair.
