@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::finding::{Area, Finding, Level};
 use super::property_rules::{Violation, compare};
-use super::schema::{Node, flatten, go_list, go_quote, node};
+use super::schema::{Node, flatten, go_list, go_quote};
 
 /// bundle-tool's rule for a CRD in OLD that NEW does not ship (not one of the preflight's).
 pub const CRD_REMOVED: &str = "crdRemoved";
@@ -253,13 +253,13 @@ fn schema_finding(crd: &str, version: &str, path: String, v: Violation, served: 
 fn compare_versions(old: &CrdVersion, new: &CrdVersion) -> Vec<(String, Violation)> {
     let new_nodes = flatten(new.schema.as_ref());
     let mut found = Vec::new();
-    for (path, old_schema) in flatten(old.schema.as_ref()) {
-        let old_node = node(&old_schema);
-        let new_node: Node = new_nodes.get(&path).map(node).unwrap_or_default();
-        if old_node == new_node {
+    let empty = Node::new();
+    for (path, old_node) in flatten(old.schema.as_ref()) {
+        let new_node = new_nodes.get(&path).unwrap_or(&empty);
+        if old_node == *new_node {
             continue;
         }
-        for violation in compare(&old_node, &new_node) {
+        for violation in compare(&old_node, new_node) {
             found.push((path.clone(), violation));
         }
     }

@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 pub type Node = Map<String, Value>;
 
 /// Every node of a version's schema by its simple path (`^`, `^.spec.size`,
-/// `^.spec.list.items`, `^.spec.x.oneOf[0]`), as crdify's `FlattenCRDVersion` names them.
-pub fn flatten(schema: Option<&Value>) -> BTreeMap<String, Value> {
+/// `^.spec.list.items`, `^.spec.x.oneOf[0]`), as crdify's `FlattenCRDVersion` names them,
+/// each already reduced by [`node`] (so no node holds a copy of its subtree).
+pub fn flatten(schema: Option<&Value>) -> BTreeMap<String, Node> {
     let mut nodes = BTreeMap::new();
     if let Some(schema) = schema.filter(|s| s.is_object()) {
         walk(schema, "^".to_string(), &mut nodes);
@@ -20,12 +21,12 @@ pub fn flatten(schema: Option<&Value>) -> BTreeMap<String, Value> {
     nodes
 }
 
-fn walk(schema: &Value, path: String, nodes: &mut BTreeMap<String, Value>) {
+fn walk(schema: &Value, path: String, nodes: &mut BTreeMap<String, Node>) {
     let Some(object) = schema.as_object() else {
         return;
     };
     // A later node at the same path replaces an earlier one, as in crdify's map.
-    nodes.insert(path.clone(), schema.clone());
+    nodes.insert(path.clone(), node(schema));
     match object.get("items") {
         Some(items @ Value::Object(_)) => walk(items, format!("{path}.items"), nodes),
         Some(Value::Array(list)) => {
