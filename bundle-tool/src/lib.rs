@@ -19,6 +19,8 @@
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 //! - [`action`]: every command of the binary as options with a `run` returning an outcome.
 //! - [`location`]: whether a command's argument is a local path or an image reference.
+//! - [`upgrade`]: whether users of one bundle can upgrade to the next (CRD preflight rules,
+//!   the upgrade edge, the CSV's changes), for a pair or every edge of a catalog.
 
 pub mod action;
 pub mod audit;
@@ -32,5 +34,6 @@ pub mod location;
 pub mod manifest;
 pub mod parallel;
 pub mod serve;
+pub mod upgrade;
 pub mod validate;
 pub mod version_range;

@@ -104,6 +104,14 @@ enum Command {
         "bundle-tool audit catalog -o html > audit.html",
     ))]
     Audit(action::AuditArgs),
+    /// Check that users of OLD can upgrade to NEW: CRDs through OLM v1's upgrade preflight
+    /// rules, the upgrade edge, and what the CSV changes; exit 1 on an error-level finding.
+    #[command(after_help = examples!(
+        "bundle-tool check-upgrade ../old-bundle bundle",
+        "bundle-tool check-upgrade quay.io/me/bundle:v0.1.0 bundle -o md",
+        "bundle-tool check-upgrade ../old-bundle bundle --kubeconfig ~/.kube/config",
+    ))]
+    CheckUpgrade(action::CheckUpgradeArgs),
     /// Print shell completions for bash, zsh or fish, generated from these definitions.
     #[command(after_help = examples!(
         "bundle-tool completions bash > /etc/bash_completion.d/bundle-tool",
@@ -172,6 +180,13 @@ enum CatalogCommand {
         "bundle-tool catalog graph catalog -p redis-operator -o html > graph.html",
     ))]
     Graph(action::GraphArgs),
+    /// Check every upgrade edge (replaces, skips, skipRange) of a catalog whose bundles carry
+    /// their objects, as `check-upgrade` checks a pair; exit 1 if any edge is unsafe.
+    #[command(after_help = examples!(
+        "bundle-tool catalog check-upgrades catalog",
+        "bundle-tool catalog check-upgrades catalog --package redis-operator -o json",
+    ))]
+    CheckUpgrades(action::CatalogCheckUpgradesArgs),
 }
 
 fn main() -> ExitCode {
@@ -203,6 +218,8 @@ fn main() -> ExitCode {
         Command::Catalog(CatalogCommand::Add(args)) => finish(args.run()),
         Command::Catalog(CatalogCommand::Deprecate(args)) => finish(args.run()),
         Command::Catalog(CatalogCommand::Graph(args)) => finish(args.run()),
+        Command::Catalog(CatalogCommand::CheckUpgrades(args)) => finish(args.run()),
+        Command::CheckUpgrade(args) => finish(args.run()),
         Command::Objects(args) => finish(args.run()),
         Command::Audit(args) => finish(args.run()),
         Command::Completions { shell } => finish(completions(shell)),

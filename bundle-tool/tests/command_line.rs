@@ -70,6 +70,8 @@ fn every_verb_help_has_examples() {
         &["catalog", "add"],
         &["catalog", "deprecate"],
         &["catalog", "graph"],
+        &["catalog", "check-upgrades"],
+        &["check-upgrade"],
         &["objects"],
         &["audit"],
         &["completions"],

@@ -17,6 +17,7 @@ OLM_VERSION=v0.46.0
 OPM_VERSION=v1.73.0
 OPERATOR_SDK_VERSION=v1.42.3
 COREDNS_VERSION=v1.15.0      # the real node's cluster DNS, run as a pod
+OPERATOR_CONTROLLER_VERSION=v1.11.0  # OLM v1: its CRD upgrade-safety preflight is check-upgrade's oracle
 
 ASSET_CACHE=${ASSET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-olm-toolchain/assets}
 mkdir -p "$ASSET_CACHE"
@@ -192,6 +193,81 @@ build_operator_sdk() {
     "$out" github.com/operator-framework/operator-sdk/cmd/operator-sdk
 }
 
+# The preflight lives in an `internal/` package of operator-controller, which no other module
+# may import: the oracle's main package is placed inside a copy of the module (its own go.mod
+# and go.sum pin crdify and every dependency) and built there.
+build_crd_preflight() {
+  local out=$1
+  local src
+  src=$(module_dir "github.com/operator-framework/operator-controller@$OPERATOR_CONTROLLER_VERSION")
+  cp -r "$src" module
+  chmod -R u+w module
+  mkdir -p module/cmd/crd-preflight-oracle
+  cat > module/cmd/crd-preflight-oracle/main.go <<'GO'
+// crd-preflight-oracle runs operator-controller's CRD upgrade-safety preflight (its default
+// configuration, as an upgrade runs it) on pairs of CRD files: each argument is a folder with
+// old.yaml (the CRD on the cluster) and new.yaml (the one upgraded to). One JSON line per
+// pair: {"pair": folder name, "error": the preflight's error text, "" when it passes}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/operator-framework/operator-controller/internal/operator-controller/rukpak/preflights/crdupgradesafety"
+)
+
+func read(path string) *apiextensionsv1.CustomResourceDefinition {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
+		os.Exit(1)
+	}
+	return crd
+}
+
+func main() {
+	out := json.NewEncoder(os.Stdout)
+	for _, dir := range os.Args[1:] {
+		old := read(filepath.Join(dir, "old.yaml"))
+		updated := read(filepath.Join(dir, "new.yaml"))
+		// What the API server does once the old CRD exists: its storage version is stored.
+		for _, version := range old.Spec.Versions {
+			if version.Storage && !slices.Contains(old.Status.StoredVersions, version.Name) {
+				old.Status.StoredVersions = append(old.Status.StoredVersions, version.Name)
+			}
+		}
+		crds := fake.NewSimpleClientset(old).ApiextensionsV1().CustomResourceDefinitions()
+		err := crdupgradesafety.NewPreflight(crds).Upgrade(context.Background(), []client.Object{updated})
+		result := map[string]string{"pair": filepath.Base(dir), "error": ""}
+		if err != nil {
+			result["error"] = err.Error()
+		}
+		if err := out.Encode(result); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
+GO
+  (cd module && go build -ldflags "-s -w" -o "$out/bin/" ./cmd/crd-preflight-oracle)
+  chmod -R u+w module
+}
+
 done_or_build etcd "$ETCD_VERSION" build_etcd
 # "+node": kubelet, kube-proxy and kubectl joined the build; a new key rebuilds an old entry.
 K8S_KEY="$K8S_VERSION+node"
@@ -203,6 +279,7 @@ done_or_build olm "$OLM_VERSION" build_olm
 done_or_build opm "$OPM_VERSION" build_opm
 done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
 done_or_build coredns "$COREDNS_VERSION" build_coredns
+done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
 
 # One line per component, read by the Rust harness (tests/src/assets.rs).
 cat > "$ASSET_CACHE/index.env" <<INDEX
@@ -214,5 +291,6 @@ OLM=$ASSET_CACHE/olm-$OLM_VERSION
 OPM=$ASSET_CACHE/opm-$OPM_VERSION
 OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION
 COREDNS=$ASSET_CACHE/coredns-$COREDNS_VERSION
+CRD_PREFLIGHT=$ASSET_CACHE/crd-preflight-$OPERATOR_CONTROLLER_VERSION
 INDEX
 echo "$ASSET_CACHE"

@@ -10,6 +10,7 @@ use crate::catalog::declcfg::LoadError;
 use crate::image::PullError;
 use crate::location::LocationError;
 use crate::manifest::ManifestError;
+use crate::upgrade::UpgradeError;
 
 /// A command failed (exit code 1).
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,9 @@ pub enum ActionError {
     /// An image could not be pulled into a folder.
     #[error(transparent)]
     Pull(#[from] PullError),
+    /// A bundle or catalog could not be read for the upgrade checks.
+    #[error(transparent)]
+    Upgrade(#[from] UpgradeError),
     /// Reading or writing files or standard streams.
     #[error("{}", with_causes(.0))]
     Io(#[from] std::io::Error),

@@ -14,6 +14,7 @@
 mod audit;
 mod build;
 mod catalog;
+mod check_upgrade;
 mod error;
 mod generate;
 mod objects;
@@ -26,6 +27,7 @@ mod validate;
 pub use audit::{AuditArgs, AuditFormat};
 pub use build::BuildArgs;
 pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
+pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs};
 pub use error::ActionError;
 pub use generate::GenerateArgs;
 pub use objects::ObjectsArgs;

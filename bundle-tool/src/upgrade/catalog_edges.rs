@@ -1,0 +1,156 @@
+//! Every upgrade edge of a file-based catalog — `replaces`, `skips` and `skipRange` of each
+//! channel entry — checked as `check-upgrade` checks a pair, from the objects the bundles
+//! carry (`olm.bundle.object`). The edge itself is the catalog's, so the graph rule is off.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::bundle_contents::{BundleContents, UpgradeError};
+use super::finding::Report;
+use super::{Checks, check_pair};
+use crate::catalog::declcfg::{self, DeclarativeConfig};
+use crate::version_range::{VersionRange, parse_version_tolerant};
+
+/// One upgrade edge with its report.
+#[derive(Clone, Debug)]
+pub struct Edge {
+    /// The package.
+    pub package: String,
+    /// The channels that have the edge.
+    pub channels: Vec<String>,
+    /// The findings, OLD (`from`) to NEW (`to`).
+    pub report: Report,
+}
+
+/// All edges of a catalog (or of one package).
+#[derive(Clone, Debug, Default)]
+pub struct CatalogReport {
+    /// Checked edges, by package, then from and to bundle.
+    pub edges: Vec<Edge>,
+    /// Edges that could not be checked and why (a bundle without its objects).
+    pub not_checked: Vec<String>,
+}
+
+impl CatalogReport {
+    /// Whether any edge has an error-level finding.
+    pub fn has_errors(&self) -> bool {
+        self.edges.iter().any(|e| e.report.has_errors())
+    }
+
+    /// `N edges checked, M unsafe` (and how many could not be checked).
+    pub fn summary(&self) -> String {
+        let unsafe_edges = self.edges.iter().filter(|e| e.report.has_errors()).count();
+        let mut text = format!(
+            "{} upgrade edges checked, {unsafe_edges} unsafe",
+            self.edges.len()
+        );
+        if !self.not_checked.is_empty() {
+            text.push_str(&format!(", {} not checked", self.not_checked.len()));
+        }
+        text
+    }
+}
+
+/// Checks every edge of the catalog at `root`, or of `package` only.
+pub fn check_catalog(root: &Path, package: Option<&str>) -> Result<CatalogReport, UpgradeError> {
+    let config = declcfg::load_dir(root).map_err(|e| UpgradeError::Catalog(e.to_string()))?;
+    if let Some(package) = package
+        && !config.packages.iter().any(|p| p.name == package)
+    {
+        return Err(UpgradeError::Catalog(format!(
+            "{}: no package {package:?} in the catalog",
+            root.display()
+        )));
+    }
+    let edges = edges(&config, package);
+    let mut contents: BTreeMap<(String, String), Option<BundleContents>> = BTreeMap::new();
+    let mut report = CatalogReport::default();
+    for ((package, from, to), channels) in edges {
+        let mut load = |name: &str| -> Result<Option<BundleContents>, UpgradeError> {
+            let key = (package.clone(), name.to_string());
+            if let Some(found) = contents.get(&key) {
+                return Ok(found.clone());
+            }
+            let bundle = config
+                .bundles
+                .iter()
+                .find(|b| b.package == package && b.name == name);
+            let loaded = match bundle.map(|b| b.objects()) {
+                Some(objects) if !objects.is_empty() => {
+                    Some(BundleContents::from_inline(name, &objects)?)
+                }
+                _ => None,
+            };
+            contents.insert(key, loaded.clone());
+            Ok(loaded)
+        };
+        match (load(&from)?, load(&to)?) {
+            (Some(old), Some(new)) => report.edges.push(Edge {
+                package,
+                channels,
+                report: check_pair(&old, &new, Checks { graph: false }),
+            }),
+            _ => report.not_checked.push(format!(
+                "{package}: {from} -> {to}: not checked (a bundle without olm.bundle.object properties; render the catalog with its objects)"
+            )),
+        }
+    }
+    Ok(report)
+}
+
+/// `(package, from, to)` of every edge, with the channels that have it.
+fn edges(
+    config: &DeclarativeConfig,
+    package: Option<&str>,
+) -> BTreeMap<(String, String, String), Vec<String>> {
+    let version_of = |package: &str, name: &str| {
+        config
+            .bundles
+            .iter()
+            .find(|b| b.package == package && b.name == name)
+            .and_then(|b| {
+                b.properties
+                    .iter()
+                    .find(|p| p.type_ == "olm.package")
+                    .and_then(|p| p.value.str_field("version"))
+            })
+            .and_then(|v| parse_version_tolerant(&v).ok())
+    };
+    let mut edges: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+    for channel in &config.channels {
+        if package.is_some_and(|p| p != channel.package) {
+            continue;
+        }
+        let mut add = |from: &str, to: &str| {
+            let channels = edges
+                .entry((channel.package.clone(), from.to_string(), to.to_string()))
+                .or_default();
+            if !channels.contains(&channel.name) {
+                channels.push(channel.name.clone());
+            }
+        };
+        for entry in &channel.entries {
+            if !entry.replaces.is_empty() {
+                add(&entry.replaces, &entry.name);
+            }
+            for skipped in &entry.skips {
+                add(skipped, &entry.name);
+            }
+            // A range that does not parse draws no edge here.
+            if entry.skip_range.is_empty() {
+                continue;
+            }
+            let Ok(range) = VersionRange::parse(&entry.skip_range) else {
+                continue;
+            };
+            for other in &channel.entries {
+                if other.name != entry.name
+                    && version_of(&channel.package, &other.name).is_some_and(|v| range.contains(&v))
+                {
+                    add(&other.name, &entry.name);
+                }
+            }
+        }
+    }
+    edges
+}
