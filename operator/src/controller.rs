@@ -277,6 +277,14 @@ async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
                 .unwrap_or_default(),
         })
         .unwrap_or_default();
+    // The ConfigMap is the record pods start from; status is its copy for users, and the
+    // fallback when the ConfigMap was deleted.
+    let recorded = Recorded {
+        primary: recorded
+            .primary
+            .or_else(|| cluster.status.as_ref().and_then(|s| s.primary.clone())),
+        ..recorded
+    };
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
     let existing_set = sets
         .get_opt(&name)

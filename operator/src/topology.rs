@@ -141,7 +141,10 @@ pub fn plan(view: &View<'_>) -> Plan {
     let find = |name: &str| members.iter().find(|m| m.name == name);
     let mut primary = match (view.manage_replication, view.primary) {
         (true, Some(p)) => p.to_string(),
-        _ => ordinal_name(view.cluster, 0),
+        // No record (the ConfigMap was lost): a Redis that leads keeps leading, rather than
+        // ordinal 0 being made primary over it and its writes dropped.
+        (true, None) => leading_member(members).unwrap_or_else(|| ordinal_name(view.cluster, 0)),
+        (false, _) => ordinal_name(view.cluster, 0),
     };
     let mut plan = Plan::default();
 
@@ -296,6 +299,20 @@ pub fn plan(view: &View<'_>) -> Plan {
     }
     plan.primary = primary;
     plan
+}
+
+/// The member that answers as primary with the most replicas, then the highest offset, then
+/// the lowest ordinal.
+fn leading_member(members: &[Member]) -> Option<String> {
+    members
+        .iter()
+        .filter(|m| !m.deleting)
+        .filter_map(|m| match &m.probe {
+            Probe::Answered(r) if r.role == Role::Primary => Some((m, r)),
+            _ => None,
+        })
+        .max_by_key(|(m, r)| (r.connected_replicas, r.offset, -m.ordinal))
+        .map(|(m, _)| m.name.clone())
 }
 
 fn primary_state(view: &View<'_>, member: Option<&Member>) -> PrimaryState {
@@ -454,6 +471,22 @@ mod tests {
             "the primary's label comes last"
         );
         assert!(plan.switch.is_none());
+    }
+
+    #[test]
+    fn without_a_record_the_redis_that_leads_stays_primary() {
+        let mut members = healthy();
+        members[0].probe = follower("c-1", 100);
+        members[1].probe = Probe::Answered(Replication {
+            role: Role::Primary,
+            offset: 100,
+            connected_replicas: 2,
+            replication_id: "id".into(),
+        });
+        members[2].probe = follower("c-1", 100);
+        let plan = plan(&view(&members, None));
+        assert_eq!(plan.primary, "c-1");
+        assert!(plan.switch.is_none() && plan.repoint.is_empty(), "{plan:?}");
     }
 
     #[test]
