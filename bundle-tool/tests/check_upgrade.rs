@@ -193,7 +193,7 @@ fn operator_changes_are_each_reported_with_their_level() {
     spec["webhookdefinitions"] = json!([]);
     let cluster_rules = &mut spec["install"]["spec"]["clusterPermissions"][0]["rules"];
     cluster_rules.as_array_mut().expect("rules").push(json!(
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}
     ));
     spec["install"]["spec"]["permissions"] = json!([]);
     spec["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["containers"][0]["image"] =
@@ -223,7 +223,7 @@ fn operator_changes_are_each_reported_with_their_level() {
     assert_eq!(added.len(), 1);
     assert_eq!(
         added[0]["message"],
-        "clusterPermissions redis-operator core/secrets: get,list granted"
+        "clusterPermissions redis-operator core/nodes: get,list granted"
     );
 }
 
