@@ -27,6 +27,7 @@ pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod go_json;
+pub mod go_quote;
 pub mod heap;
 pub mod image;
 pub mod image_ref;

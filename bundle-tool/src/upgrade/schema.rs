@@ -243,26 +243,7 @@ pub fn raw_text(value: &Value) -> String {
     serde_json::to_string(&canonical(value)).unwrap_or_default()
 }
 
-/// Go's `%q` of a string.
-pub fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::go_quote::go_quote;
 
 /// Go's `%v` of a `[]string`: `[a b]`.
 pub fn go_list<S: AsRef<str>>(items: &[S]) -> String {

@@ -124,22 +124,5 @@ pub fn write(graph: &UpgradeGraph, v0_semantics: bool) -> String {
     out
 }
 
-/// A string in double quotes with Go's `%q` escapes for the characters names can hold.
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// Names in opm's graphs are written with Go's `%q`.
+use crate::go_quote::go_quote as quoted;
