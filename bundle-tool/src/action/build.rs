@@ -38,6 +38,16 @@ pub fn bundle_image(dir: &std::path::Path) -> Result<BuiltImage, ActionError> {
     Ok(image::build_bundle_image(dir, &labels)?)
 }
 
+/// The catalog image of a catalog folder, refused unless the folder validates as opm would
+/// load it; with the validated model (dropping it is the caller's choice).
+pub fn catalog_image(
+    dir: &std::path::Path,
+) -> Result<(BuiltImage, crate::catalog::model::Model), ActionError> {
+    let (_, valid) = crate::catalog::model::validate_dir(dir)
+        .map_err(|e| ActionError::message(format!("{}: {e}", dir.display())))?;
+    Ok((image::build_catalog_image(dir)?, valid))
+}
+
 impl Action for BuildArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         // A catalog's validated model, handed to the binary rather than freed here.
@@ -57,11 +67,9 @@ impl Action for BuildArgs {
             }
             (None, Some(dir)) => {
                 let image = if self.catalog {
-                    // Refuse to package a catalog opm would not load.
-                    let (_, valid) = crate::catalog::model::validate_dir(dir)
-                        .map_err(|e| ActionError::message(format!("{}: {e}", dir.display())))?;
+                    let (image, valid) = catalog_image(dir)?;
                     model = Some(valid);
-                    image::build_catalog_image(dir)?
+                    image
                 } else {
                     bundle_image(dir)?
                 };

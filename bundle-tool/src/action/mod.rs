@@ -25,7 +25,7 @@ mod serve;
 mod validate;
 
 pub use audit::{AuditArgs, AuditFormat};
-pub use build::BuildArgs;
+pub use build::{BuildArgs, catalog_image};
 pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
 pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs};
 pub use error::ActionError;
