@@ -46,8 +46,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The catalog conformance tests run the bundle-tool binary beside opm.
 cargo build --locked -p bundle-tool -p redis-operator
 # The operator's image in the real-node tests is `bundle-tool build --binary` of a statically
-# linked build, as a release makes it (its own folder under target/, so no rebuild of the rest).
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked -p redis-operator --bin redis-operator --target x86_64-unknown-linux-gnu
+# linked build, as a release makes it, and the catalog image's server is a statically linked
+# bundle-tool (their own folder under target/, so no rebuild of the rest).
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked -p redis-operator --bin redis-operator -p bundle-tool --bin bundle-tool --target x86_64-unknown-linux-gnu
 
 say "tests (unit, integration, end-to-end on the real control plane)"
 cargo test --workspace --locked --no-fail-fast

@@ -28,6 +28,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod go_json;
 pub mod go_quote;
+pub mod health_probe;
 pub mod heap;
 pub mod image;
 pub mod image_ref;

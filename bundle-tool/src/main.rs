@@ -190,6 +190,18 @@ enum CatalogCommand {
 }
 
 fn main() -> ExitCode {
+    // Called as `grpc_health_probe` (the catalog image links that name to this binary): the
+    // probe OLM's registry pods exec, with that program's flags and exit codes.
+    let mut args = std::env::args();
+    let called_as = args.next().unwrap_or_default();
+    if std::path::Path::new(&called_as).file_name()
+        == Some(std::ffi::OsStr::new(
+            bundle_tool::health_probe::PROGRAM_NAME,
+        ))
+    {
+        let code = bundle_tool::health_probe::run(&args.collect::<Vec<_>>());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Generate(args) => finish(args.run()),

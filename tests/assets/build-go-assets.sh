@@ -18,6 +18,7 @@ OPM_VERSION=v1.73.0
 OPERATOR_SDK_VERSION=v1.42.3
 COREDNS_VERSION=v1.15.0      # the real node's cluster DNS, run as a pod
 OPERATOR_CONTROLLER_VERSION=v1.11.0  # OLM v1: its CRD upgrade-safety preflight is check-upgrade's oracle
+GRPC_HEALTH_PROBE_VERSION=v0.4.62    # the probe OLM's registry pods exec, in the opm-based oracle catalog image
 
 ASSET_CACHE=${ASSET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-olm-toolchain/assets}
 mkdir -p "$ASSET_CACHE"
@@ -160,12 +161,18 @@ build_olm() {
   local out=$1
   wrapper_build github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION" containers_image_openpgp "-s -w" "$out" \
     github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
-    github.com/operator-framework/operator-lifecycle-manager/cmd/catalog
+    github.com/operator-framework/operator-lifecycle-manager/cmd/catalog \
+    github.com/operator-framework/operator-lifecycle-manager/cmd/package-server \
+    github.com/operator-framework/operator-lifecycle-manager/cmd/copy-content \
+    github.com/operator-framework/operator-lifecycle-manager/util/cpb
   local src
   src=$(module_dir "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION")
-  mkdir -p "$out/crds"
+  mkdir -p "$out/crds" "$out/deploy"
   cp "$src"/deploy/chart/crds/*.yaml "$out/crds/"
-  chmod -R u+w "$out/crds"
+  # What an admin applies to install OLM (the release's quickstart): the tests deploy it as
+  # written, with the images swapped for ones built from these binaries.
+  cp "$src"/deploy/upstream/quickstart/olm.yaml "$src"/deploy/upstream/quickstart/crds.yaml "$out/deploy/"
+  chmod -R u+w "$out/crds" "$out/deploy"
 }
 
 build_opm() {
@@ -173,6 +180,11 @@ build_opm() {
   wrapper_build github.com/operator-framework/operator-registry "$OPM_VERSION" containers_image_openpgp \
     "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$OPM_VERSION -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$OPM_VERSION" \
     "$out" github.com/operator-framework/operator-registry/cmd/opm
+}
+
+build_grpc_health_probe() {
+  local out=$1
+  wrapper_build github.com/grpc-ecosystem/grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" "" "-s -w" "$out" github.com/grpc-ecosystem/grpc-health-probe
 }
 
 build_coredns() {
@@ -275,11 +287,15 @@ done_or_build kubernetes "$K8S_KEY" build_kubernetes
 # "+lease": the recipe changed (heartbeat stage added); a new key rebuilds the old cache entry.
 KWOK_KEY="$KWOK_VERSION+lease"
 done_or_build kwok "$KWOK_KEY" build_kwok
-done_or_build olm "$OLM_VERSION" build_olm
+# "+images": package-server, copy-content, cpb and the quickstart manifests joined the build
+# (OLM runs as pods on the real node).
+OLM_KEY="$OLM_VERSION+images"
+done_or_build olm "$OLM_KEY" build_olm
 done_or_build opm "$OPM_VERSION" build_opm
 done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
 done_or_build coredns "$COREDNS_VERSION" build_coredns
 done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
+done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
 
 # One line per component, read by the Rust harness (tests/src/assets.rs).
 cat > "$ASSET_CACHE/index.env" <<INDEX
@@ -287,10 +303,11 @@ ETCD=$ASSET_CACHE/etcd-$ETCD_VERSION
 KUBERNETES=$ASSET_CACHE/kubernetes-$K8S_KEY
 KUBERNETES_VERSION=$K8S_VERSION
 KWOK=$ASSET_CACHE/kwok-$KWOK_KEY
-OLM=$ASSET_CACHE/olm-$OLM_VERSION
+OLM=$ASSET_CACHE/olm-$OLM_KEY
 OPM=$ASSET_CACHE/opm-$OPM_VERSION
 OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION
 COREDNS=$ASSET_CACHE/coredns-$COREDNS_VERSION
 CRD_PREFLIGHT=$ASSET_CACHE/crd-preflight-$OPERATOR_CONTROLLER_VERSION
+GRPC_HEALTH_PROBE=$ASSET_CACHE/grpc-health-probe-$GRPC_HEALTH_PROBE_VERSION
 INDEX
 echo "$ASSET_CACHE"

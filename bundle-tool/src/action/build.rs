@@ -18,7 +18,9 @@ pub struct BuildArgs {
     /// the binary alone, run as a non-root user.
     #[arg(long, conflicts_with_all = ["dir", "catalog"])]
     pub binary: Option<PathBuf>,
-    /// Build a catalog image: the folder at /configs, labelled for opm and OLM.
+    /// Build a catalog image that OLM can run: the folder at /configs, labelled for opm and
+    /// OLM, served by this bundle-tool (or `$BUNDLE_TOOL_SERVER_BINARY`) on :50051, with
+    /// `grpc_health_probe` for the registry pod's probes.
     #[arg(long)]
     pub catalog: bool,
     /// The tag in the layout (default `v<version>` from the CSV).
@@ -45,7 +47,17 @@ pub fn catalog_image(
 ) -> Result<(BuiltImage, crate::catalog::model::Model), ActionError> {
     let (_, valid) = crate::catalog::model::validate_dir(dir)
         .map_err(|e| ActionError::message(format!("{}: {e}", dir.display())))?;
-    Ok((image::build_catalog_image(dir)?, valid))
+    let server = image::server_binary()?;
+    let built = image::build_runnable_catalog_image(dir, &server)?;
+    if !built.static_server {
+        // Said, not refused: the image still runs, on nodes like this machine.
+        eprintln!(
+            "warning: {} is dynamically linked: the catalog image carries this machine's shared libraries for it; for an image that is the same everywhere, build bundle-tool statically (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu) and set {}",
+            server.display(),
+            image::SERVER_BINARY_VARIABLE
+        );
+    }
+    Ok((built.image, valid))
 }
 
 impl Action for BuildArgs {

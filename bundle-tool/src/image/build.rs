@@ -150,13 +150,6 @@ pub fn build_bundle_image(
 /// The label that tells opm and OLM where a catalog image keeps its file-based catalog.
 pub const CATALOG_CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
 
-/// Builds a catalog image: the catalog folder at `/configs`, labelled as opm's generated
-/// Dockerfile labels it.
-pub fn build_catalog_image(catalog: &Path) -> std::io::Result<BuiltImage> {
-    let labels = BTreeMap::from([(CATALOG_CONFIGS_LABEL.to_string(), "/configs".to_string())]);
-    build_image(&[(catalog, "configs")], &labels)
-}
-
 /// Builds an operator image the way `ko` does for Go: the (statically linked) binary alone in
 /// a `FROM scratch` image, run as a non-root user, with OCI labels.
 pub fn build_binary_image(

@@ -3,6 +3,7 @@
 //! and pulled back safely.
 
 mod build;
+mod catalog;
 mod credentials;
 mod layout;
 mod pull;
@@ -14,8 +15,10 @@ mod rootfs;
 mod session;
 mod unpack;
 
-pub use build::{
-    BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image, build_catalog_image,
+pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
+pub use catalog::{
+    CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, build_runnable_catalog_image,
+    server_binary,
 };
 pub use credentials::Credentials;
 pub use layout::{read_layout, write_layout};

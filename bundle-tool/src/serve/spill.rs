@@ -29,6 +29,20 @@ impl BlobRef {
     }
 }
 
+/// An anonymous file in memory: the pages count against the process's memory cgroup as the
+/// page cache of a disk file would.
+fn memory_file() -> std::io::Result<File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a NUL-terminated literal; a non-negative result is a new descriptor
+    // that nothing else owns.
+    let fd = unsafe { libc::memfd_create(c"bundle-tool-spill".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// Collects blobs while a snapshot is built.
 pub struct SpillWriter {
     writer: BufWriter<File>,
@@ -45,9 +59,17 @@ pub struct SpillFile {
 }
 
 impl SpillWriter {
-    /// A new, empty, already unlinked temporary file.
+    /// A new, empty, already unlinked temporary file; in memory (`memfd_create`) where no
+    /// temporary folder is writable, as in a catalog pod with a read-only root file system.
     pub fn new() -> std::io::Result<Self> {
-        let file = tempfile::tempfile()?;
+        let file = match tempfile::tempfile() {
+            Ok(file) => file,
+            Err(on_disk) => memory_file().map_err(|in_memory| {
+                std::io::Error::other(format!(
+                    "no temporary file for the catalog's bulky parts: {on_disk} (and in memory: {in_memory})"
+                ))
+            })?,
+        };
         Ok(SpillWriter {
             writer: BufWriter::with_capacity(1 << 20, file.try_clone()?),
             file,

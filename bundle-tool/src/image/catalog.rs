@@ -1,0 +1,121 @@
+//! The catalog image: a file-based catalog at `/configs` and the server that serves it, so
+//! that OLM can run the image as a CatalogSource's registry pod. It matches what opm's
+//! generated Dockerfile makes (opm's base image, `serve /configs` as the command, the configs
+//! label), with `bundle-tool` in opm's place:
+//!
+//! - `/usr/bin/bundle-tool` is the entrypoint, running `serve /configs` on every interface of
+//!   the pod at :50051;
+//! - `/usr/bin/grpc_health_probe` links to it, for OLM's exec probes
+//!   (`grpc_health_probe -addr=:50051 -rpc-timeout=5s`; see [`crate::health_probe`]);
+//! - it runs as user 1001 (numeric, so `runAsNonRoot` can be checked), writes nothing to its
+//!   file system (the server's spill file falls back to memory), and so works under OLM's
+//!   `securityContextConfig: restricted` and with a read-only root file system;
+//! - `/tmp` is there for `grpcPodConfig.extractContent`, whose copy step runs in this image.
+//!
+//! The server is the running `bundle-tool` unless `BUNDLE_TOOL_SERVER_BINARY` names another.
+//! Statically linked, it is the only program in the image and the image is the same on every
+//! machine for the same catalog and binary; linked dynamically (a plain `cargo build`), its
+//! shared libraries come along from this machine, with a warning.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
+use super::{BuiltImage, CATALOG_CONFIGS_LABEL};
+
+/// The variable that picks the server binary put into catalog images.
+pub const SERVER_BINARY_VARIABLE: &str = "BUNDLE_TOOL_SERVER_BINARY";
+
+/// Where the server is in the image.
+pub const SERVER_PATH: &str = "/usr/bin/bundle-tool";
+
+/// The user the server runs as (as OLM's own images do).
+pub const CATALOG_USER: &str = "1001";
+
+/// The server binary for catalog images: `$BUNDLE_TOOL_SERVER_BINARY`, else this program.
+pub fn server_binary() -> io::Result<PathBuf> {
+    match std::env::var_os(SERVER_BINARY_VARIABLE) {
+        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        _ => std::env::current_exe(),
+    }
+}
+
+/// A built catalog image, and whether its server is linked statically (false: the image
+/// carries this machine's shared libraries).
+pub struct CatalogImage {
+    /// The image.
+    pub image: BuiltImage,
+    /// Whether the server needs no shared library.
+    pub static_server: bool,
+}
+
+/// Builds the catalog image of the folder `catalog` with `server` as its server.
+pub fn build_runnable_catalog_image(catalog: &Path, server: &Path) -> io::Result<CatalogImage> {
+    let mut entries = program_with_libraries(server)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", server.display())))?;
+    let static_server = entries.len() == 1;
+    if let Some(RootfsEntry::File { path, .. }) = entries.first_mut() {
+        *path = SERVER_PATH.to_string();
+    }
+    entries.push(RootfsEntry::Symlink {
+        path: format!("/usr/bin/{}", crate::health_probe::PROGRAM_NAME),
+        target: "bundle-tool".into(),
+    });
+    entries.push(RootfsEntry::Dir {
+        path: "/tmp".into(),
+        mode: 0o1777,
+    });
+    entries.push(RootfsEntry::Dir {
+        path: "/configs".into(),
+        mode: 0o755,
+    });
+    folder_entries(catalog, "/configs", &mut entries)?;
+    let config = ContainerConfig {
+        entrypoint: vec![SERVER_PATH.into()],
+        cmd: [
+            "serve",
+            "/configs",
+            "--address",
+            "0.0.0.0",
+            "--port",
+            "50051",
+        ]
+        .map(String::from)
+        .to_vec(),
+        user: CATALOG_USER.into(),
+        env: vec!["PATH=/usr/bin:/bin".into()],
+        labels: BTreeMap::from([(CATALOG_CONFIGS_LABEL.to_string(), "/configs".to_string())]),
+    };
+    Ok(CatalogImage {
+        image: build_rootfs_image(&entries, &config)?,
+        static_server,
+    })
+}
+
+/// Every folder and regular file below `dir`, at `prefix` in the image (files 0644, folders
+/// 0755; links and special files are left out, as the other images leave them out).
+fn folder_entries(dir: &Path, prefix: &str, out: &mut Vec<RootfsEntry>) -> io::Result<()> {
+    let mut children: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?
+        .collect::<Result<_, _>>()?;
+    children.sort_by_key(|entry| entry.file_name());
+    for child in children {
+        let path = format!("{prefix}/{}", child.file_name().to_string_lossy());
+        let kind = child.file_type()?;
+        if kind.is_dir() {
+            out.push(RootfsEntry::Dir {
+                path: path.clone(),
+                mode: 0o755,
+            });
+            folder_entries(&child.path(), &path, out)?;
+        } else if kind.is_file() {
+            out.push(RootfsEntry::File {
+                path,
+                source: child.path(),
+                mode: 0o644,
+            });
+        }
+    }
+    Ok(())
+}
