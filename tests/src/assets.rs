@@ -130,6 +130,21 @@ impl Assets {
         self.program("OLM", name)
     }
 
+    /// OLM's install manifests from the same release (`olm.yaml`, `crds.yaml`: the
+    /// quickstart an admin applies).
+    pub fn olm_deploy(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let path = self.component("OLM")?.join("deploy").join(name);
+        if !path.is_file() {
+            bail!("{} is missing; {BUILD_HINT}", path.display());
+        }
+        Ok(path)
+    }
+
+    /// grpc-ecosystem's `grpc_health_probe` (its binary is named `grpc-health-probe`).
+    pub fn grpc_health_probe(&self) -> anyhow::Result<PathBuf> {
+        self.program("GRPC_HEALTH_PROBE", "grpc-health-probe")
+    }
+
     /// OLM's CustomResourceDefinitions from the same release.
     pub fn olm_crds(&self) -> anyhow::Result<Vec<PathBuf>> {
         yaml_files(&self.component("OLM")?.join("crds"))

@@ -186,6 +186,29 @@ impl ControlPlane {
                     pki.service_account_key.display()
                 ),
                 "--allow-privileged=true".into(),
+                // The aggregation layer, for OLM's packageserver (`kubectl get
+                // packagemanifests`): requests are proxied with the front-proxy client
+                // certificate, straight to the endpoints (the apiserver is not a pod).
+                format!(
+                    "--requestheader-client-ca-file={}",
+                    pki.front_proxy_ca_cert.display()
+                ),
+                format!(
+                    "--requestheader-allowed-names={}",
+                    crate::pki::FRONT_PROXY_CLIENT_NAME
+                ),
+                "--requestheader-username-headers=X-Remote-User".into(),
+                "--requestheader-group-headers=X-Remote-Group".into(),
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+                format!(
+                    "--proxy-client-cert-file={}",
+                    pki.front_proxy_client_cert.display()
+                ),
+                format!(
+                    "--proxy-client-key-file={}",
+                    pki.front_proxy_client_key.display()
+                ),
+                "--enable-aggregator-routing=true".into(),
                 // Pods that really run need their ServiceAccount token (the ServiceAccount
                 // plugin is on by default). A namespace can pin its pods to the real node, as
                 // an admin would: a node selector and a toleration from its annotations.

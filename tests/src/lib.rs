@@ -20,6 +20,7 @@ pub mod corpus;
 mod fault_proxy;
 pub mod node;
 pub mod olm;
+pub mod olm_on_node;
 mod pki;
 mod ports;
 mod process;

@@ -1,5 +1,7 @@
 //! Certificates for the test control plane: one CA, the apiserver's serving certificate, its
-//! client certificate for kubelets, and the service-account token signing key.
+//! client certificate for kubelets, the service-account token signing key, and the
+//! aggregation layer's front-proxy CA and client certificate (the apiserver proxies
+//! `packages.operators.coreos.com` to OLM's packageserver with it).
 
 use std::path::{Path, PathBuf};
 
@@ -24,23 +26,35 @@ pub struct PkiFiles {
     pub kubelet_client_cert: PathBuf,
     /// Its key.
     pub kubelet_client_key: PathBuf,
+    /// The front-proxy CA: aggregated API servers trust requests signed by it.
+    pub front_proxy_ca_cert: PathBuf,
+    /// The client certificate the apiserver proxies aggregated requests with.
+    pub front_proxy_client_cert: PathBuf,
+    /// Its key.
+    pub front_proxy_client_key: PathBuf,
 }
 
-/// Generates a fresh CA and the control plane's keys into `dir`.
-pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "e2e-control-plane-ca");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
+/// The front-proxy client certificate's common name (`--requestheader-allowed-names`).
+pub const FRONT_PROXY_CLIENT_NAME: &str = "front-proxy-client";
+
+/// A new CA named `name`: its certificate and the issuer that signs with it.
+fn new_ca(name: &str) -> anyhow::Result<(rcgen::Certificate, Issuer<'static, KeyPair>)> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
+    let cert = params.self_signed(&key)?;
+    Ok((cert, Issuer::new(params, key)))
+}
+
+/// Generates a fresh CA and the control plane's keys into `dir`.
+pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
+    let (ca_cert, issuer) = new_ca("e2e-control-plane-ca")?;
 
     // Pods reach the apiserver as the `kubernetes` Service (its first address) or by the
     // node's address; tests and programs on the host side by loopback.
@@ -74,6 +88,15 @@ pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
     kubelet_client_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
     let kubelet_client_cert = kubelet_client_params.signed_by(&kubelet_client_key, &issuer)?;
 
+    let (front_proxy_ca, front_proxy_issuer) = new_ca("e2e-front-proxy-ca")?;
+    let front_proxy_key = KeyPair::generate()?;
+    let mut front_proxy_params = CertificateParams::new(Vec::<String>::new())?;
+    front_proxy_params
+        .distinguished_name
+        .push(DnType::CommonName, FRONT_PROXY_CLIENT_NAME);
+    front_proxy_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let front_proxy_cert = front_proxy_params.signed_by(&front_proxy_key, &front_proxy_issuer)?;
+
     let files = PkiFiles {
         ca_cert: dir.join("ca.crt"),
         ca_pem: ca_cert.pem(),
@@ -83,7 +106,16 @@ pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
         service_account_public_key: dir.join("sa.pub"),
         kubelet_client_cert: dir.join("kubelet-client.crt"),
         kubelet_client_key: dir.join("kubelet-client.key"),
+        front_proxy_ca_cert: dir.join("front-proxy-ca.crt"),
+        front_proxy_client_cert: dir.join("front-proxy-client.crt"),
+        front_proxy_client_key: dir.join("front-proxy-client.key"),
     };
+    std::fs::write(&files.front_proxy_ca_cert, front_proxy_ca.pem())?;
+    std::fs::write(&files.front_proxy_client_cert, front_proxy_cert.pem())?;
+    std::fs::write(
+        &files.front_proxy_client_key,
+        front_proxy_key.serialize_pem(),
+    )?;
     std::fs::write(&files.ca_cert, ca_cert.pem())?;
     std::fs::write(&files.serving_cert, serving_cert.pem())?;
     std::fs::write(&files.serving_key, serving_key.serialize_pem())?;

@@ -64,6 +64,14 @@ pub async fn setup() -> anyhow::Result<&'static Setup> {
 /// Debian's redis-server and redis-cli with their libraries, and busybox for the start and
 /// probe scripts (`sh`, `sha256sum`, `cat`).
 pub async fn push_redis_images(node: &RealNode) -> anyhow::Result<BTreeMap<&'static str, String>> {
+    push_redis_images_named(node, |version| Ok(format!("e2e/redis:{version}"))).await
+}
+
+/// The same images, pushed under the repository path `name(version)` gives.
+pub async fn push_redis_images_named(
+    node: &RealNode,
+    name: impl Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<BTreeMap<&'static str, String>> {
     let server = Path::new("/usr/bin/redis-server");
     let cli = Path::new("/usr/bin/redis-cli");
     let busybox = Path::new("/bin/busybox");
@@ -104,12 +112,7 @@ pub async fn push_redis_images(node: &RealNode) -> anyhow::Result<BTreeMap<&'sta
     let mut images = BTreeMap::new();
     for version in VERSIONS {
         let image = node
-            .push_programs(
-                &format!("e2e/redis:{version}"),
-                &[server, cli],
-                extra.clone(),
-                &config,
-            )
+            .push_programs(&name(version)?, &[server, cli], extra.clone(), &config)
             .await?;
         images.insert(version, image);
     }

@@ -50,6 +50,21 @@ pub async fn start(
             settings.registry
         ),
     )?;
+    // The public registries the project's manifests name are mirrored by the cluster
+    // registry, as in an air-gapped cluster: `quay.io/example/x:1` is pulled as
+    // `<registry>/example/x:1`. The upstream server stays the fallback, which the test's
+    // network cannot reach, so an image missing from the mirror fails to pull.
+    for public in super::MIRRORED_REGISTRIES {
+        let mirror_dir = dir.join("certs.d").join(public);
+        std::fs::create_dir_all(&mirror_dir)?;
+        std::fs::write(
+            mirror_dir.join("hosts.toml"),
+            format!(
+                "server = \"https://{public}\"\n\n[host.\"http://{0}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+                settings.registry
+            ),
+        )?;
+    }
     let config = format!(
         r#"version = 2
 root = "{root}"

@@ -40,6 +40,9 @@ pub const NODE_NAME: &str = "node-real-0";
 /// The cluster registry's port on [`network::NODE_IP`]: every pod and the node reach it there.
 pub const REGISTRY_PORT: u16 = 5000;
 
+/// Public registries that the cluster registry mirrors (see [`RealNode::push_as`]).
+pub const MIRRORED_REGISTRIES: &[&str] = &["quay.io", "docker.io"];
+
 /// Paths the runtime always writes to, whatever it is configured with.
 const FIXED_PATHS: &[&str] = &[
     "/run/containerd",
@@ -246,6 +249,18 @@ impl RealNode {
         images::push(&self.registry(), name, image).await
     }
 
+    /// Pushes an image to the cluster registry as the mirror of `public` (a reference on one
+    /// of [`MIRRORED_REGISTRIES`], e.g. `quay.io/example/redis-operator:0.1.0`), so that pods
+    /// naming `public` get it; returns `public`.
+    pub async fn push_as(
+        &self,
+        public: &str,
+        image: &bundle_tool::image::BuiltImage,
+    ) -> anyhow::Result<String> {
+        images::push(&self.registry(), &mirror_path(public)?, image).await?;
+        Ok(public.to_string())
+    }
+
     /// Creates a namespace whose pods all run on the real node: the apiserver's PodNodeSelector
     /// and PodTolerationRestriction plugins add the node selector and the toleration, as a
     /// cluster admin pins a namespace. Returns once its `default` ServiceAccount exists.
@@ -293,6 +308,23 @@ impl RealNode {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// `quay.io/example/x:1` → `example/x:1`: where the cluster registry keeps the mirror of an
+/// image on a mirrored registry (`docker.io/redis:7` is `library/redis:7` there).
+pub fn mirror_path(public: &str) -> anyhow::Result<String> {
+    let (host, path) = public
+        .split_once('/')
+        .with_context(|| format!("{public}: no registry host"))?;
+    anyhow::ensure!(
+        MIRRORED_REGISTRIES.contains(&host),
+        "{public}: {host} is not mirrored by the test cluster (only {MIRRORED_REGISTRIES:?})"
+    );
+    Ok(if host == "docker.io" && !path.contains('/') {
+        format!("library/{path}")
+    } else {
+        path.to_string()
+    })
 }
 
 /// The namespace annotations that pin every pod of a namespace to the real node.

@@ -1,0 +1,673 @@
+//! The whole user path with OLM v0 running as pods on the real node, as a release job and a
+//! cluster admin walk it:
+//!
+//! 1. `bundle-tool release` publishes 0.1.0, 0.2.0 and 0.3.0 from a clean copy of the repo
+//!    (its catalog emptied) to the cluster registry;
+//! 2. `olm/catalogsource.yaml` (spec.image) gets a registry pod that OLM's own probes make
+//!    Ready, and `kubectl get packagemanifests` (packageserver reading our server) lists the
+//!    package with its channels and the head CSV's description;
+//! 3. and 6. `olm/subscription-manual.yaml` waits for approval and installs nothing until it is
+//!    approved; then 0.1.0 is installed, its operator pod runs and reconciles the sample
+//!    RedisCluster to Ready with real Redis pods; a v1alpha1 read goes through the conversion
+//!    webhook on the certificate OLM manages;
+//! 4. and 5. with `olm/subscription.yaml` (Automatic, stable-v0), releasing 0.2.0 to
+//!    candidate-v0 only reaches the cluster by registry polling but does not upgrade; switching
+//!    the Subscription to candidate-v0 upgrades along that channel; releasing 0.3.0 is picked
+//!    up by polling and upgrades again;
+//! 7. the bundles came by `bundlePath` (unpack Jobs pulled the bundle images); then
+//!    `olm/catalogsource-served.yaml` serves them inline and an install needs no unpack Job;
+//! 8. a catalog image built around opm (the oracle) gives the same package manifest and
+//!    installs the same;
+//! 9. deleting the Subscription and the CSV removes the operator's objects.
+//!
+//! The files in `olm/` are applied as written. The images they and the bundles name
+//! (`quay.io/example/...`, `docker.io/library/redis`) are pushed to the cluster registry,
+//! which the node's containerd uses as the mirror of those registries.
+
+mod real;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail, ensure};
+use e2e::node::{RealNode, mirror_path};
+use e2e::olm_on_node::{OLM_NAMESPACE, OlmOnNode, olm_resource};
+use e2e::{ControlPlane, eventually};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use redis_operator::api::v1::RedisCluster;
+use serde_json::{Value, json};
+
+const NAMESPACE: &str = "redis-operator";
+const PACKAGE: &str = "redis-operator";
+/// The names the repository's files give the images (bundle-tool.yaml, olm/, the manifests).
+const CATALOG_IMAGE: &str = "quay.io/example/redis-operator-catalog:latest";
+const OPERATOR_IMAGE: &str = "quay.io/example/redis-operator:0.1.0";
+const EXPORTER_IMAGE: &str = "quay.io/oliver006/redis_exporter:v1.62.0";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+/// The cluster's view of OLM's objects.
+struct Cluster {
+    client: kube::Client,
+    node: &'static RealNode,
+    olm: OlmOnNode,
+}
+
+impl Cluster {
+    fn api(&self, version: &str, kind: &str, plural: &str, ns: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client.clone(),
+            ns,
+            &olm_resource(version, kind, plural),
+        )
+    }
+
+    fn csvs(&self) -> Api<DynamicObject> {
+        self.api(
+            "v1alpha1",
+            "ClusterServiceVersion",
+            "clusterserviceversions",
+            NAMESPACE,
+        )
+    }
+
+    fn plans(&self) -> Api<DynamicObject> {
+        self.api("v1alpha1", "InstallPlan", "installplans", NAMESPACE)
+    }
+
+    fn subscriptions(&self) -> Api<DynamicObject> {
+        self.api("v1alpha1", "Subscription", "subscriptions", NAMESPACE)
+    }
+
+    fn catalog_sources(&self) -> Api<DynamicObject> {
+        self.api("v1alpha1", "CatalogSource", "catalogsources", OLM_NAMESPACE)
+    }
+
+    /// Applies a file of `olm/` as written.
+    async fn apply(&self, name: &str) -> anyhow::Result<()> {
+        let path = repo().join("olm").join(name);
+        let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+        e2e::olm::apply_yaml(&self.client, &text)
+            .await
+            .with_context(|| format!("applying olm/{name}"))
+    }
+
+    /// What OLM's pods, plans and logs say, for failure messages.
+    fn describe(&self) -> String {
+        let mut out = self.olm.describe(self.node);
+        for args in [
+            &[
+                "get",
+                "catalogsources,subscriptions,installplans,csv,jobs",
+                "-A",
+            ][..],
+            &["get", "catalogsource", "-n", OLM_NAMESPACE, "-o", "yaml"][..],
+            &["get", "subscription", "-n", NAMESPACE, "-o", "yaml"][..],
+        ] {
+            if let Ok(output) = self.node.kubectl(args) {
+                out.push_str(&String::from_utf8_lossy(&output.stdout));
+                out.push_str(&String::from_utf8_lossy(&output.stderr));
+            }
+        }
+        out
+    }
+
+    /// Waits for `what`, failing with the cluster's state.
+    async fn wait<T, F, Fut>(&self, seconds: u64, what: &str, check: F) -> anyhow::Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+    {
+        let started = Instant::now();
+        let result = eventually(Duration::from_secs(seconds), what, || async {
+            self.node.check_running()?;
+            check().await
+        })
+        .await;
+        match result {
+            Ok(value) => {
+                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+                Ok(value)
+            }
+            Err(error) => bail!("{error:#}\n{}", self.describe()),
+        }
+    }
+
+    /// The CSV phase of `name`, if it exists.
+    async fn csv_phase(&self, name: &str) -> anyhow::Result<Option<String>> {
+        Ok(self
+            .csvs()
+            .get_opt(name)
+            .await?
+            .and_then(|csv| csv.data["status"]["phase"].as_str().map(str::to_string)))
+    }
+
+    async fn wait_csv_succeeded(&self, name: &str, seconds: u64) -> anyhow::Result<()> {
+        self.wait(seconds, &format!("{name} Succeeded"), || async {
+            Ok((self.csv_phase(name).await?.as_deref() == Some("Succeeded")).then_some(()))
+        })
+        .await
+    }
+
+    /// The catalog as packageserver shows it: `kubectl get packagemanifest redis-operator`.
+    async fn package_manifest(&self) -> anyhow::Result<Option<Value>> {
+        let output = self.node.kubectl(&[
+            "get",
+            "packagemanifest",
+            PACKAGE,
+            "-n",
+            NAMESPACE,
+            "-o",
+            "json",
+        ])?;
+        if !output.status.success() {
+            return Ok(None);
+        }
+        Ok(Some(serde_json::from_slice(&output.stdout)?))
+    }
+
+    /// Each channel's head CSV, from the package manifest.
+    async fn channel_heads(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        let Some(manifest) = self.package_manifest().await? else {
+            return Ok(BTreeMap::new());
+        };
+        Ok(manifest["status"]["channels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap_or_default().to_string(),
+                    c["currentCSV"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect())
+    }
+
+    /// Waits until the catalog's registry pod serves `heads` (the poll found a new image).
+    async fn wait_heads(&self, heads: &[(&str, &str)], seconds: u64) -> anyhow::Result<()> {
+        let want: BTreeMap<String, String> = heads
+            .iter()
+            .map(|(c, h)| (c.to_string(), h.to_string()))
+            .collect();
+        self.wait(
+            seconds,
+            &format!("the package manifest to show {want:?}"),
+            || async { Ok((self.channel_heads().await? == want).then_some(())) },
+        )
+        .await
+    }
+
+    /// Approves every InstallPlan that waits for approval; returns how many.
+    async fn approve_waiting_plans(&self) -> anyhow::Result<usize> {
+        let mut approved = 0;
+        for plan in self.plans().list(&ListParams::default()).await?.items {
+            if plan.data["status"]["phase"] == "RequiresApproval" {
+                self.plans()
+                    .patch(
+                        &plan.metadata.name.clone().unwrap_or_default(),
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"spec": {"approved": true}})),
+                    )
+                    .await?;
+                approved += 1;
+            }
+        }
+        Ok(approved)
+    }
+}
+
+/// A clean copy of the repository's release inputs, with an empty catalog (no release yet).
+struct Checkout {
+    dir: tempfile::TempDir,
+}
+
+impl Checkout {
+    fn new() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let root = repo();
+        std::fs::copy(
+            root.join("bundle-tool.yaml"),
+            dir.path().join("bundle-tool.yaml"),
+        )?;
+        for folder in ["operator/config", "catalog"] {
+            e2e::copy_dir(&root.join(folder), &dir.path().join(folder))?;
+        }
+        // The released versions go in again, one release at a time.
+        std::fs::remove_file(dir.path().join("catalog/redis-operator/catalog.json"))?;
+        let template = dir.path().join("catalog/template.yaml");
+        if template.exists() {
+            std::fs::remove_file(&template)?;
+        }
+        Ok(Checkout { dir })
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `bundle-tool release` of `version` into `channels`, pushed to the cluster registry;
+    /// returns its JSON summary.
+    fn release(&self, node: &RealNode, version: &str, channels: &str) -> anyhow::Result<Value> {
+        let registry = node.registry();
+        let started = Instant::now();
+        let output = Command::new(e2e::bundle_tool_binary())
+            .current_dir(self.root())
+            .env(
+                bundle_tool::image::SERVER_BINARY_VARIABLE,
+                static_bundle_tool()?,
+            )
+            .args([
+                "release",
+                "--config",
+                "bundle-tool.yaml",
+                "--version",
+                version,
+            ])
+            .args(["--channels", channels])
+            .arg(format!(
+                "--bundle-image={registry}/example/redis-operator-bundle"
+            ))
+            .arg(format!(
+                "--catalog-image={registry}/{}",
+                mirror_path(CATALOG_IMAGE)?
+            ))
+            .args(["--push", "--plain-http", "-o", "json"])
+            .output()?;
+        ensure!(
+            output.status.success(),
+            "bundle-tool release {version} failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        println!(
+            "bundle-tool release {version}: {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(serde_json::from_slice(&output.stdout)?)
+    }
+}
+
+/// The statically linked bundle-tool the README test command builds, for the catalog image.
+fn static_bundle_tool() -> anyhow::Result<PathBuf> {
+    let binary = repo().join("target/x86_64-unknown-linux-gnu/debug/bundle-tool");
+    let built = std::fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .map_err(|e| anyhow::anyhow!("{}: {e}: run RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build -p bundle-tool --target x86_64-unknown-linux-gnu (the README test command does)", binary.display()))?;
+    let ours = std::fs::metadata(e2e::bundle_tool_binary())?.modified()?;
+    // Both come from the same sources; a static build much older than the other is stale.
+    ensure!(
+        built + Duration::from_secs(3600) >= ours,
+        "{} is older than target/debug/bundle-tool: rebuild it (the README test command does)",
+        binary.display()
+    );
+    Ok(binary)
+}
+
+/// The operator image (the static build, as a release makes it), the Redis images under the
+/// names the operator's manifests give them, and an exporter image.
+async fn push_workload_images(node: &RealNode) -> anyhow::Result<()> {
+    let image = bundle_tool::image::build_binary_image(
+        &real::static_operator_binary()?,
+        &BTreeMap::from([(
+            "org.opencontainers.image.title".to_string(),
+            "redis-operator".to_string(),
+        )]),
+    )?;
+    node.push_as(OPERATOR_IMAGE, &image).await?;
+    real::push_redis_images_named(node, |version| {
+        mirror_path(&format!("docker.io/library/redis:{version}"))
+    })
+    .await?;
+    let exporter = Path::new("/usr/bin/prometheus-redis-exporter");
+    ensure!(
+        exporter.is_file(),
+        "{} is missing: install Debian's prometheus-redis-exporter (the README test command does)",
+        exporter.display()
+    );
+    node.push_programs(
+        &mirror_path(EXPORTER_IMAGE)?,
+        &[exporter],
+        Vec::new(),
+        &e2e::node::ContainerConfig {
+            entrypoint: vec!["/usr/bin/prometheus-redis-exporter".into()],
+            user: "59000:59000".into(),
+            ..e2e::node::ContainerConfig::default()
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -> anyhow::Result<()>
+{
+    let plane: &'static std::sync::Arc<ControlPlane> =
+        Box::leak(Box::new(ControlPlane::shared().await?));
+    let node = plane.real_node().await?;
+    let client = plane.client().await?;
+    let started = Instant::now();
+    let olm = OlmOnNode::deploy(plane, node).await?;
+    println!(
+        "OLM (olm-operator, catalog-operator, packageserver) up as pods: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let cluster = Cluster { client, node, olm };
+    push_workload_images(node).await?;
+
+    // 1. The first release, from a clean checkout.
+    let checkout = Checkout::new()?;
+    let first = checkout.release(node, "0.1.0", "candidate-v0,stable-v0")?;
+    ensure!(
+        first["changed"] == true,
+        "the first release changed nothing: {first}"
+    );
+
+    // 2. The catalog image as a registry pod, Ready by OLM's probes; packageserver lists it.
+    let source_started = Instant::now();
+    cluster.apply("catalogsource.yaml").await?;
+    cluster
+        .wait(180, "the CatalogSource READY", || async {
+            let source = cluster
+                .catalog_sources()
+                .get("redis-operator-catalog")
+                .await?;
+            Ok(
+                (source.data["status"]["connectionState"]["lastObservedState"] == "READY")
+                    .then_some(()),
+            )
+        })
+        .await?;
+    println!(
+        "CatalogSource applied → READY: {:.1} s",
+        source_started.elapsed().as_secs_f64()
+    );
+    let listing = node.kubectl(&["get", "packagemanifests", "-n", NAMESPACE])?;
+    let listing = String::from_utf8_lossy(&listing.stdout).to_string();
+    ensure!(
+        listing.lines().any(|l| l.starts_with(PACKAGE)),
+        "kubectl get packagemanifests does not list {PACKAGE}:\n{listing}"
+    );
+    cluster
+        .wait_heads(
+            &[
+                ("candidate-v0", "redis-operator.v0.1.0"),
+                ("stable-v0", "redis-operator.v0.1.0"),
+            ],
+            60,
+        )
+        .await?;
+    let manifest = cluster
+        .package_manifest()
+        .await?
+        .context("no package manifest")?;
+    let description = manifest["status"]["channels"][0]["currentCSVDesc"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    ensure!(
+        description.contains("The Redis operator runs Redis as `RedisCluster` resources"),
+        "the head CSV's description is not served: {description:?}"
+    );
+    assert_registry_pod_is_restricted(&cluster).await?;
+
+    // 3 and 6. Manual approval: nothing is installed until the plan is approved.
+    node.namespace(&cluster.client, NAMESPACE).await?;
+    cluster.apply("operatorgroup.yaml").await?;
+    cluster.apply("subscription-manual.yaml").await?;
+    cluster
+        .wait(180, "an InstallPlan waiting for approval", || async {
+            let plans = cluster.plans().list(&ListParams::default()).await?.items;
+            Ok(plans
+                .iter()
+                .any(|p| p.data["status"]["phase"] == "RequiresApproval")
+                .then_some(()))
+        })
+        .await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    ensure!(
+        cluster.csv_phase("redis-operator.v0.1.0").await?.is_none(),
+        "a CSV exists before the InstallPlan was approved"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    ensure!(
+        deployments.get_opt("redis-operator").await?.is_none(),
+        "the operator's Deployment exists before the InstallPlan was approved"
+    );
+    ensure!(
+        cluster.approve_waiting_plans().await? == 1,
+        "no plan to approve"
+    );
+    cluster
+        .wait_csv_succeeded("redis-operator.v0.1.0", 300)
+        .await?;
+    let unpack_jobs: Api<Job> = Api::namespaced(cluster.client.clone(), OLM_NAMESPACE);
+    let jobs = unpack_jobs.list(&ListParams::default()).await?.items;
+    ensure!(
+        !jobs.is_empty(),
+        "no bundle unpack Job ran: the bundles were not served by bundlePath"
+    );
+    check_operator_reconciles_real_redis(&cluster).await?;
+
+    // 4 and 5. Automatic approval on stable-v0 (the file as written), then releases.
+    cluster.apply("subscription.yaml").await?;
+    checkout.release(node, "0.2.0", "candidate-v0")?;
+    cluster
+        .wait_heads(
+            &[
+                ("candidate-v0", "redis-operator.v0.2.0"),
+                ("stable-v0", "redis-operator.v0.1.0"),
+            ],
+            180,
+        )
+        .await?;
+    // Polling brought 0.2.0, but only to candidate-v0: stable-v0 keeps 0.1.0.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    ensure!(
+        cluster.csv_phase("redis-operator.v0.2.0").await?.is_none(),
+        "0.2.0 was installed from a channel the Subscription is not on"
+    );
+    // The channel switch: candidate-v0's head replaces what is installed.
+    cluster
+        .subscriptions()
+        .patch(
+            "redis-operator",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"channel": "candidate-v0"}})),
+        )
+        .await?;
+    cluster
+        .wait_csv_succeeded("redis-operator.v0.2.0", 300)
+        .await?;
+    cluster
+        .wait(120, "0.1.0 replaced", || async {
+            Ok(cluster
+                .csv_phase("redis-operator.v0.1.0")
+                .await?
+                .is_none()
+                .then_some(()))
+        })
+        .await?;
+    let third = checkout.release(node, "0.3.0", "candidate-v0,stable-v0")?;
+    cluster
+        .wait_csv_succeeded("redis-operator.v0.3.0", 300)
+        .await?;
+    check_operator_reconciles_real_redis(&cluster).await?;
+    compare_channels_with_committed_catalog(&checkout, &third)?;
+
+    // 9. Uninstall.
+    uninstall(&cluster, "redis-operator.v0.3.0").await?;
+
+    // 7. The served catalog, bundles inline: installs with no unpack Job.
+    let jobs_before = unpack_jobs.list(&ListParams::default()).await?.items.len();
+    cluster
+        .catalog_sources()
+        .delete("redis-operator-catalog", &DeleteParams::default())
+        .await?;
+    cluster
+        .wait(60, "the image CatalogSource gone", || async {
+            Ok(cluster
+                .catalog_sources()
+                .get_opt("redis-operator-catalog")
+                .await?
+                .is_none()
+                .then_some(()))
+        })
+        .await?;
+    cluster.apply("catalogsource-served.yaml").await?;
+    cluster.apply("subscription.yaml").await?;
+    cluster
+        .wait_csv_succeeded("redis-operator.v0.3.0", 300)
+        .await?;
+    let jobs_after = unpack_jobs.list(&ListParams::default()).await?.items.len();
+    ensure!(
+        jobs_after == jobs_before,
+        "an unpack Job ran for inline bundles ({jobs_before} → {jobs_after})"
+    );
+    uninstall(&cluster, "redis-operator.v0.3.0").await?;
+    Ok(())
+}
+
+/// OLM's registry pod runs our image under `restricted`: non-root, no escalation, no
+/// capabilities, RuntimeDefault seccomp; it is Ready by the probe command OLM gave it.
+async fn assert_registry_pod_is_restricted(cluster: &Cluster) -> anyhow::Result<()> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(cluster.client.clone(), OLM_NAMESPACE);
+    let list = pods
+        .list(&ListParams::default().labels("olm.catalogSource=redis-operator-catalog"))
+        .await?;
+    let pod = list
+        .items
+        .iter()
+        .find(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .context("no Ready registry pod")?;
+    let value = serde_json::to_value(pod)?;
+    let container = &value["spec"]["containers"][0];
+    ensure!(
+        container["readinessProbe"]["exec"]["command"][0] == "grpc_health_probe",
+        "the registry pod is not probed by grpc_health_probe: {container}"
+    );
+    ensure!(
+        value["spec"]["securityContext"]["runAsNonRoot"] == true
+            && value["spec"]["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault",
+        "the registry pod does not run restricted: {}",
+        value["spec"]["securityContext"]
+    );
+    Ok(())
+}
+
+/// The installed operator's pod runs and reconciles the sample RedisCluster to Ready with
+/// real Redis pods; a v1alpha1 read converts through the webhook OLM wired.
+async fn check_operator_reconciles_real_redis(cluster: &Cluster) -> anyhow::Result<()> {
+    let ns = "redis-olm-sample";
+    if cluster
+        .node
+        .kubectl(&["get", "namespace", ns])?
+        .status
+        .success()
+    {
+        // Already running from an earlier version: the new operator takes it over.
+    } else {
+        cluster.node.namespace(&cluster.client, ns).await?;
+        let sample = std::fs::read_to_string(
+            repo().join("operator/config/samples/cache_v1_rediscluster.yaml"),
+        )?;
+        let mut sample: Value = serde_saphyr::from_str(&sample)?;
+        sample["metadata"]["namespace"] = json!(ns);
+        e2e::apply_objects(&cluster.client, &[sample]).await?;
+    }
+    let clusters: Api<RedisCluster> = Api::namespaced(cluster.client.clone(), ns);
+    cluster
+        .wait(
+            300,
+            "the sample RedisCluster Ready with real Redis",
+            || async {
+                let c = clusters.get("my-redis").await?;
+                let replicas = c.spec.replicas;
+                Ok(real::is_running(&c, replicas).then_some(()))
+            },
+        )
+        .await?;
+    let output = cluster.node.kubectl(&[
+        "get",
+        "redisclusters.v1alpha1.cache.example.com",
+        "my-redis",
+        "-n",
+        ns,
+        "-o",
+        "json",
+    ])?;
+    ensure!(
+        output.status.success(),
+        "a v1alpha1 read (conversion webhook) failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let old: Value = serde_json::from_slice(&output.stdout)?;
+    ensure!(
+        old["apiVersion"] == "cache.example.com/v1alpha1",
+        "not converted: {}",
+        old["apiVersion"]
+    );
+    Ok(())
+}
+
+/// Deletes the Subscription and the CSV, as `operator-sdk cleanup` does, and waits until the
+/// operator's Deployment, ServiceAccount and cluster RBAC are gone.
+async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
+    cluster
+        .subscriptions()
+        .delete("redis-operator", &DeleteParams::default())
+        .await?;
+    cluster.csvs().delete(csv, &DeleteParams::default()).await?;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    cluster
+        .wait(180, "the operator's Deployment and CSV gone", || async {
+            let deployment = deployments.get_opt("redis-operator").await?;
+            let csvs = cluster.csvs().list(&ListParams::default()).await?.items;
+            Ok((deployment.is_none() && csvs.is_empty()).then_some(()))
+        })
+        .await
+}
+
+/// The released catalog's channels are the committed catalog's: the same entries and edges.
+fn compare_channels_with_committed_catalog(
+    checkout: &Checkout,
+    summary: &Value,
+) -> anyhow::Result<()> {
+    let channels = |path: &Path| -> anyhow::Result<BTreeMap<String, Value>> {
+        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+        let mut out = BTreeMap::new();
+        for document in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+            let document = document?;
+            if document["schema"] == "olm.channel" {
+                let mut entries = document["entries"].as_array().cloned().unwrap_or_default();
+                entries.sort_by_key(|e| e["name"].to_string());
+                out.insert(
+                    document["name"].as_str().unwrap_or_default().into(),
+                    json!(entries),
+                );
+            }
+        }
+        Ok(out)
+    };
+    let released = channels(&checkout.root().join("catalog/redis-operator/catalog.json"))?;
+    let committed = channels(&repo().join("catalog/redis-operator/catalog.json"))?;
+    ensure!(
+        released == committed,
+        "released channels differ from catalog/:\nreleased {released:#?}\ncommitted {committed:#?}\nsummary {summary}"
+    );
+    Ok(())
+}
