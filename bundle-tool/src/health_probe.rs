@@ -4,9 +4,9 @@
 //!
 //! It takes the flags of grpc-ecosystem's `grpc_health_probe` the way Go's `flag` package
 //! parses them (`-addr=:50051`, `-addr :50051`, `--addr=…`; a bare `-v`), and ends with the
-//! same exit codes: 0 SERVING, 1 invalid arguments, 2 no connection within
-//! `-connect-timeout`, 3 the Check RPC failed or timed out, 4 an answer other than SERVING
-//! (and 2 for what Go's flag package refuses: an unknown flag, a missing or bad value). Its
+//! same exit codes: 0 SERVING, 1 invalid arguments (also what Go's flag package refuses: an
+//! unknown flag, a missing or bad value), 2 no connection within `-connect-timeout`, 3 the
+//! Check RPC failed or timed out, 4 an answer other than SERVING. Its
 //! messages go to standard error, as the original's `log.Printf` does. TLS, ALTS and SPIFFE
 //! are not offered: a flag asking for them is an invalid argument (exit 1) that says so,
 //! rather than a plaintext probe that would pass where the real one could not.
@@ -32,8 +32,9 @@ pub const EXIT_CONNECTION_FAILURE: i32 = 2;
 pub const EXIT_RPC_FAILURE: i32 = 3;
 /// Exit code: the service answered, but not SERVING.
 pub const EXIT_UNHEALTHY: i32 = 4;
-/// Exit code of Go's `flag` package for a command line it cannot parse.
-const EXIT_FLAG_SYNTAX: i32 = 2;
+/// Exit code for a command line Go's `flag` package cannot parse: the probe parses with
+/// `ContinueOnError` and exits with its invalid-arguments code (measured against v0.4.62).
+const EXIT_FLAG_SYNTAX: i32 = EXIT_INVALID_ARGUMENTS;
 
 /// What one probe checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,8 +60,7 @@ pub struct ProbeOptions {
 pub struct ArgumentError {
     /// What is printed on standard error.
     pub message: String,
-    /// 1 (a flag value the probe refuses), 2 (what Go's flag package refuses), or 0 for
-    /// `-h` (usage asked for).
+    /// 1 (a refused command line), or 0 for `-h` (usage asked for).
     pub exit_code: i32,
 }
 

@@ -275,9 +275,56 @@ async fn push_olm_image(node: &RealNode, assets: &Assets) -> anyhow::Result<Stri
         .await
 }
 
-/// opm's image as upstream's: `/bin/opm`, `/bin/grpc_health_probe`, a writable `/tmp`.
-async fn push_opm_image(node: &RealNode, assets: &Assets) -> anyhow::Result<String> {
-    let entries = vec![
+/// A catalog image as opm's generated Dockerfile makes one (the oracle for ours): the opm
+/// image's files, the catalog folder at `/configs`, `opm serve /configs --cache-dir=/tmp/cache`.
+pub fn opm_catalog_image(
+    assets: &Assets,
+    catalog: &Path,
+) -> anyhow::Result<bundle_tool::image::BuiltImage> {
+    let mut entries = opm_entries(assets)?;
+    entries.push(RootfsEntry::Dir {
+        path: "/configs".into(),
+        mode: 0o755,
+    });
+    let mut folders = vec![(catalog.to_path_buf(), "/configs".to_string())];
+    while let Some((dir, at)) = folders.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let path = format!("{at}/{}", entry.file_name().to_string_lossy());
+            if entry.file_type()?.is_dir() {
+                entries.push(RootfsEntry::Dir {
+                    path: path.clone(),
+                    mode: 0o755,
+                });
+                folders.push((entry.path(), path));
+            } else {
+                entries.push(RootfsEntry::File {
+                    path,
+                    source: entry.path(),
+                    mode: 0o644,
+                });
+            }
+        }
+    }
+    Ok(bundle_tool::image::build_rootfs_image(
+        &entries,
+        &ContainerConfig {
+            entrypoint: vec!["/bin/opm".into()],
+            cmd: ["serve", "/configs", "--cache-dir=/tmp/cache"]
+                .map(String::from)
+                .to_vec(),
+            user: "1001".into(),
+            env: vec!["PATH=/bin".into()],
+            labels: std::collections::BTreeMap::from([(
+                bundle_tool::image::CATALOG_CONFIGS_LABEL.to_string(),
+                "/configs".to_string(),
+            )]),
+        },
+    )?)
+}
+
+fn opm_entries(assets: &Assets) -> anyhow::Result<Vec<RootfsEntry>> {
+    Ok(vec![
         RootfsEntry::File {
             path: "/bin/opm".into(),
             source: assets.opm()?,
@@ -292,7 +339,12 @@ async fn push_opm_image(node: &RealNode, assets: &Assets) -> anyhow::Result<Stri
             path: "/tmp".into(),
             mode: 0o1777,
         },
-    ];
+    ])
+}
+
+/// opm's image as upstream's: `/bin/opm`, `/bin/grpc_health_probe`, a writable `/tmp`.
+async fn push_opm_image(node: &RealNode, assets: &Assets) -> anyhow::Result<String> {
+    let entries = opm_entries(assets)?;
     let image = bundle_tool::image::build_rootfs_image(
         &entries,
         &ContainerConfig {
