@@ -18,7 +18,7 @@ pub use build::{
     BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image, build_catalog_image,
 };
 pub use credentials::Credentials;
-pub use layout::{read_layout, write_layout};
+pub use layout::{layout_digest, read_layout, write_layout};
 pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_temp};
 pub use reference::parse_reference;
 pub use registry::RegistryClient;
