@@ -73,6 +73,18 @@ pub enum ReleaseError {
         /// What differs.
         differences: Vec<String>,
     },
+    /// The version is released, but not in every channel asked for.
+    #[error(
+        "{name} is already released, in {present}, but not in {missing}; a release is immutable, so releasing it again does not change its channels (promote it with a catalog edit)"
+    )]
+    ChannelsOfARelease {
+        /// The bundle name.
+        name: String,
+        /// The channels that have it.
+        present: String,
+        /// The channels asked for that do not.
+        missing: String,
+    },
     /// The catalog edit cannot be made.
     #[error("{path}: {message}")]
     Catalog {

@@ -31,7 +31,12 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
     match release(plan, &mut summary) {
         Ok(()) => Ok(summary),
         Err(error) => {
-            if let Some(step) = summary.next_step() {
+            // A refusal is the catalog's verdict, however early it is found.
+            let refused = matches!(
+                error,
+                ReleaseError::Immutable { .. } | ReleaseError::ChannelsOfARelease { .. }
+            ).then_some("catalog-add");
+            if let Some(step) = refused.or(summary.next_step()) {
                 summary.set(step, StepStatus::Failed, error.to_string());
             }
             summary.message = format!("{}: release failed", plan.bundle_name);
@@ -86,14 +91,10 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
                 catalog_edit::channels_with(&plan.catalog_dir, &plan.package, &plan.bundle_name);
             let missing: Vec<&String> = plan.channels.iter().filter(|c| !present.contains(c)).collect();
             if !missing.is_empty() {
-                return Err(ReleaseError::Catalog {
-                    path: plan.catalog_dir.clone(),
-                    message: format!(
-                        "{} is already released, in {}, but not in {}; a release is immutable, so its channels are not changed by releasing it again",
-                        plan.bundle_name,
-                        present.join(", "),
-                        missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
+                return Err(ReleaseError::ChannelsOfARelease {
+                    name: plan.bundle_name.clone(),
+                    present: present.join(", "),
+                    missing: missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
                 });
             }
             true
