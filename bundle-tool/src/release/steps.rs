@@ -70,7 +70,11 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             message: e,
         }
     })?;
-    let mut detail = format!("{} ({} files, createdAt {created_at})", plan.bundle_name, generated.files.len());
+    let mut detail = format!(
+        "{} ({} files, createdAt {created_at}) in a temporary folder",
+        plan.bundle_name,
+        generated.files.len()
+    );
     for warning in &generated.warnings {
         detail.push_str(&format!("; warning: {}", warning.0));
     }
@@ -254,7 +258,14 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
     summary.set("build-catalog", StepStatus::Planned, plan.catalog_image.clone());
     summary.set("push-catalog", StepStatus::Planned, where_to(&plan.catalog_tag, plan.catalog_image.clone()));
     summary.changed = !already;
-    summary.message = format!("dry run: would release {} (nothing written)", plan.bundle_name);
+    summary.message = if already {
+        format!(
+            "dry run: {} is already released with the same content; nothing would change (nothing written)",
+            plan.bundle_name
+        )
+    } else {
+        format!("dry run: would release {} (nothing written)", plan.bundle_name)
+    };
 }
 
 /// Writes both images into the OCI layout, then the catalog files; if the catalog cannot be
