@@ -66,10 +66,9 @@ fn generate_is_deterministic_with_source_date_epoch() {
 
 /// `createdAt` of a generated CSV.
 fn created_at(bundle: &std::path::Path) -> String {
-    let csv = std::fs::read_to_string(
-        bundle.join("manifests/redis-operator.clusterserviceversion.yaml"),
-    )
-    .unwrap();
+    let csv =
+        std::fs::read_to_string(bundle.join("manifests/redis-operator.clusterserviceversion.yaml"))
+            .unwrap();
     csv.lines()
         .find_map(|l| l.trim().strip_prefix("createdAt:"))
         .map(|v| v.trim().trim_matches(['\'', '"']).to_string())
@@ -92,7 +91,11 @@ fn regenerating_unchanged_input_keeps_created_at_and_rewrites_nothing() {
             command.env("SOURCE_DATE_EPOCH", epoch);
         }
         let output = command.output().expect("run bundle-tool");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8(output.stdout).unwrap()
     };
     // An old createdAt on disk, as a run on another day would have left it.
@@ -105,7 +108,10 @@ fn regenerating_unchanged_input_keeps_created_at_and_rewrites_nothing() {
     let printed = generate(&[], None);
     assert!(printed.contains("nothing written"), "{printed}");
     assert_eq!(std::fs::read(&csv_path).unwrap(), before);
-    assert_eq!(std::fs::metadata(&csv_path).unwrap().modified().unwrap(), modified);
+    assert_eq!(
+        std::fs::metadata(&csv_path).unwrap().modified().unwrap(),
+        modified
+    );
 
     // SOURCE_DATE_EPOCH still wins over the kept value.
     generate(&[], Some("1767225600"));

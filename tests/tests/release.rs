@@ -136,7 +136,10 @@ fn failure(output: &Output) -> (Value, String) {
         String::from_utf8_lossy(&output.stderr)
     );
     let summary = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
-    (summary, String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        summary,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 fn step_status<'a>(summary: &'a Value, name: &str) -> &'a str {
@@ -231,7 +234,10 @@ fn the_committed_release_is_already_in_the_catalog_and_changes_nothing() {
         layout_digest(&layout, "latest").as_deref(),
         run["catalog"]["digest"].as_str()
     );
-    assert_eq!(run["catalog"]["channels"]["stable-v0"], "redis-operator.v0.3.0");
+    assert_eq!(
+        run["catalog"]["channels"]["stable-v0"],
+        "redis-operator.v0.3.0"
+    );
 }
 
 #[test]
@@ -248,7 +254,10 @@ fn a_new_version_is_released_once_and_a_rerun_changes_nothing() {
         "quay.io/example/redis-operator-bundle:v0.4.0"
     );
     for channel in ["candidate-v0", "stable-v0"] {
-        assert_eq!(first["catalog"]["channels"][channel], "redis-operator.v0.4.0");
+        assert_eq!(
+            first["catalog"]["channels"][channel],
+            "redis-operator.v0.4.0"
+        );
     }
     assert!(first["level"].as_u64().unwrap() >= 3);
     for step in first["steps"].as_array().unwrap() {
@@ -308,10 +317,14 @@ fn a_new_version_is_released_once_and_a_rerun_changes_nothing() {
     );
 
     // The same version with other content is refused, naming the version and the change.
-    repo.edit_config("displayName: Redis Operator", "displayName: Redis Operator II");
+    repo.edit_config(
+        "displayName: Redis Operator",
+        "displayName: Redis Operator II",
+    );
     let (refused, stderr) = failure(&repo.release(&["--version", "0.4.0", "-o", "json"]));
     assert!(
-        stderr.contains("redis-operator.v0.4.0 is already released") && stderr.contains("immutable"),
+        stderr.contains("redis-operator.v0.4.0 is already released")
+            && stderr.contains("immutable"),
         "{stderr}"
     );
     assert!(stderr.contains("/spec/displayName"), "{stderr}");
@@ -341,7 +354,8 @@ fn a_failing_step_leaves_the_catalog_and_the_layout_as_they_were() {
     let before = repo.snapshot();
 
     // The audit's minimum not reached.
-    let (run, stderr) = failure(&repo.release(&["--version", "0.5.0", "--min-level", "5", "-o", "json"]));
+    let (run, stderr) =
+        failure(&repo.release(&["--version", "0.5.0", "--min-level", "5", "-o", "json"]));
     assert!(stderr.contains("below the minimum level 5"), "{stderr}");
     assert_eq!(step_status(&run, "audit"), "failed");
     assert!(before == repo.snapshot());
@@ -358,7 +372,10 @@ fn a_failing_step_leaves_the_catalog_and_the_layout_as_they_were() {
 
     // A channel the template cannot generate for this version.
     let (_, stderr) = failure(&repo.release(&["--version", "0.5.0", "--channels", "alpha"]));
-    assert!(stderr.contains("\"alpha\" is not one this template generates"), "{stderr}");
+    assert!(
+        stderr.contains("\"alpha\" is not one this template generates"),
+        "{stderr}"
+    );
     assert!(before == repo.snapshot());
 
     // Pushing to a registry that does not answer: nothing in the catalog changes.
@@ -460,8 +477,8 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
             assert_eq!(run["catalog"]["channels"][channel], name.as_str());
         }
         // catalog add's edit: the new bundle replaces the previous head.
-        let catalog = bundle_tool::catalog::declcfg::load_dir(&repo.path().join("fresh-catalog"))
-            .unwrap();
+        let catalog =
+            bundle_tool::catalog::declcfg::load_dir(&repo.path().join("fresh-catalog")).unwrap();
         let entry = catalog.channels[0]
             .entries
             .iter()
@@ -484,7 +501,8 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
     let late_catalog = format!("127.0.0.1:{port}/example/redis-operator-catalog:latest");
     let args = push_args("0.4.0", &late_catalog);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (run, stderr) = failure(&repo.release_with(&args, Some(SOURCE_DATE_EPOCH), "release-secret\n"));
+    let (run, stderr) =
+        failure(&repo.release_with(&args, Some(SOURCE_DATE_EPOCH), "release-secret\n"));
     assert_eq!(step_status(&run, "push-catalog"), "failed");
     assert!(stderr.contains("the catalog was updated"), "{stderr}");
     let rerun = stderr
@@ -492,9 +510,14 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
         .find_map(|l| l.split_once("re-run (release is idempotent, it only pushes again): "))
         .map(|(_, command)| command.to_string())
         .unwrap_or_else(|| panic!("no re-run command in {stderr}"));
-    let released = bundle_tool::catalog::declcfg::load_dir(&repo.path().join("fresh-catalog"))
-        .unwrap();
-    assert!(released.bundles.iter().any(|b| b.name == "redis-operator.v0.4.0"));
+    let released =
+        bundle_tool::catalog::declcfg::load_dir(&repo.path().join("fresh-catalog")).unwrap();
+    assert!(
+        released
+            .bundles
+            .iter()
+            .any(|b| b.name == "redis-operator.v0.4.0")
+    );
 
     let late_registry = OciRegistry::start_on(auth, &format!("127.0.0.1:{port}"))
         .await

@@ -191,8 +191,9 @@ fn is_on_disk(generated: &GeneratedBundle, output: &Path) -> Result<bool, Action
         return Ok(false);
     }
     Ok(match csv_file(generated) {
-        Some(file) => std::fs::read_to_string(output.join(file)).ok().as_ref()
-            == generated.files.get(file),
+        Some(file) => {
+            std::fs::read_to_string(output.join(file)).ok().as_ref() == generated.files.get(file)
+        }
         None => true,
     })
 }

@@ -142,7 +142,9 @@ mod tests {
             properties: vec![
                 Property {
                     type_: "olm.package".into(),
-                    value: RawJson::from_value(&serde_json::json!({"packageName": "p", "version": version})),
+                    value: RawJson::from_value(
+                        &serde_json::json!({"packageName": "p", "version": version}),
+                    ),
                 },
                 Property {
                     type_: "olm.bundle.object".into(),

@@ -81,7 +81,8 @@ pub fn stage(plan: &Plan, bundle: Bundle) -> Result<StagedCatalog, ReleaseError>
         path: path.to_path_buf(),
         message,
     };
-    let mut file = PackageFile::open_or_new(catalog, &plan.package).map_err(|e| failed(catalog, e))?;
+    let mut file =
+        PackageFile::open_or_new(catalog, &plan.package).map_err(|e| failed(catalog, e))?;
     let template_path = catalog.join(TEMPLATE_FILE);
     let mut files = Vec::new();
     let how;
@@ -159,9 +160,8 @@ fn edit_template(
     for known in &package.bundles {
         sources.add_rendered(known.clone());
     }
-    let before = semver::render(&template, &sources).map_err(|e| {
-        format!("rendering the template from the catalog's own bundles: {e}")
-    })?;
+    let before = semver::render(&template, &sources)
+        .map_err(|e| format!("rendering the template from the catalog's own bundles: {e}"))?;
     if CatalogFormat::Json.write(&before) != CatalogFormat::Json.write(package) {
         return Err(format!(
             "the catalog's {} package is not what this template renders (edited by hand?); re-render it with `bundle-tool catalog template` first",
@@ -228,10 +228,11 @@ pub fn append_image(text: &str, archetype: &str, image: &str) -> String {
             lines.insert(start + 2, format!("  - image: {image}"));
         }
         Some(at) => {
-            let indent: String = match (at + 1..end).find(|&i| lines[i].trim_start().starts_with("- ")) {
-                Some(item) => lines[item].chars().take_while(|c| *c == ' ').collect(),
-                None => lines[at].chars().take_while(|c| *c == ' ').collect(),
-            };
+            let indent: String =
+                match (at + 1..end).find(|&i| lines[i].trim_start().starts_with("- ")) {
+                    Some(item) => lines[item].chars().take_while(|c| *c == ' ').collect(),
+                    None => lines[at].chars().take_while(|c| *c == ' ').collect(),
+                };
             // After the list's last line (trailing blank lines and comments stay after it).
             let last = (at + 1..end)
                 .rev()

@@ -41,7 +41,9 @@ pub enum ReleaseError {
         source: Box<crate::action::ActionError>,
     },
     /// The generated bundle does not pass validation.
-    #[error("the generated bundle {name} does not pass validation (suite=operatorframework):\n{report}")]
+    #[error(
+        "the generated bundle {name} does not pass validation (suite=operatorframework):\n{report}"
+    )]
     Invalid {
         /// The bundle name.
         name: String,

@@ -123,14 +123,18 @@ impl Plan {
             ));
         }
         let min_level = match (&args.min_level, &release.min_level) {
-            (Some(text), _) => Some((level_number(text).map_err(config_error)?, "--min-level".into())),
+            (Some(text), _) => Some((
+                level_number(text).map_err(config_error)?,
+                "--min-level".into(),
+            )),
             (None, Some(value)) => {
                 let text = match value {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
                 Some((
-                    level_number(&text).map_err(|e| config_error(format!("release.minLevel: {e}")))?,
+                    level_number(&text)
+                        .map_err(|e| config_error(format!("release.minLevel: {e}")))?,
                     format!("release.minLevel in {}", args.config.display()),
                 ))
             }

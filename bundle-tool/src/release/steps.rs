@@ -35,7 +35,8 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
             let refused = matches!(
                 error,
                 ReleaseError::Immutable { .. } | ReleaseError::ChannelsOfARelease { .. }
-            ).then_some("catalog-add");
+            )
+            .then_some("catalog-add");
             if let Some(step) = refused.or(summary.next_step()) {
                 summary.set(step, StepStatus::Failed, error.to_string());
             }
@@ -54,7 +55,8 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         Some(kept) => kept,
         None => created_at().map_err(|e| ReleaseError::step("generate", e))?,
     };
-    let inputs = BundleInputs::read(&plan.config, None).map_err(|e| ReleaseError::step("generate", e))?;
+    let inputs =
+        BundleInputs::read(&plan.config, None).map_err(|e| ReleaseError::step("generate", e))?;
     let generated = inputs
         .generate(&created_at)
         .map_err(|e| ReleaseError::step("generate", e))?;
@@ -93,12 +95,20 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             }
             let present =
                 catalog_edit::channels_with(&plan.catalog_dir, &plan.package, &plan.bundle_name);
-            let missing: Vec<&String> = plan.channels.iter().filter(|c| !present.contains(c)).collect();
+            let missing: Vec<&String> = plan
+                .channels
+                .iter()
+                .filter(|c| !present.contains(c))
+                .collect();
             if !missing.is_empty() {
                 return Err(ReleaseError::ChannelsOfARelease {
                     name: plan.bundle_name.clone(),
                     present: present.join(", "),
-                    missing: missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                    missing: missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 });
             }
             true
@@ -112,8 +122,11 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     }
 
     // validate: the operatorframework suite; errors fail, warnings are listed.
-    let optional = Optional::select("suite=operatorframework")
-        .map_err(|e| ReleaseError::Config { path: plan.config_path.clone(), message: e })?;
+    let optional =
+        Optional::select("suite=operatorframework").map_err(|e| ReleaseError::Config {
+            path: plan.config_path.clone(),
+            message: e,
+        })?;
     let report = crate::validate::validate_bundle_with(&bundle_dir, &optional);
     let text = crate::action::validation_text(&report, &bundle_dir);
     if !report.passed() {
@@ -123,7 +136,11 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         });
     }
     let warnings = report.findings.len();
-    summary.set("validate", StepStatus::Done, format!("valid ({warnings} warnings)"));
+    summary.set(
+        "validate",
+        StepStatus::Done,
+        format!("valid ({warnings} warnings)"),
+    );
 
     // audit: the level assessed from evidence, independently (as `audit --min-level`).
     let targets = crate::audit::source::targets_in(&bundle_dir, false)
@@ -135,7 +152,10 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             crate::action::ActionError::message(format!("{}: {}", error.source, error.message)),
         ));
     }
-    let level = audits.first().map(|a| a.independent_level).unwrap_or_default();
+    let level = audits
+        .first()
+        .map(|a| a.independent_level)
+        .unwrap_or_default();
     let level_name = CapabilityLevel::from_number(level).map(|l| l.annotation().to_string());
     summary.level = Some(level);
     summary.level_name = level_name.clone();
@@ -152,12 +172,15 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     summary.set(
         "audit",
         StepStatus::Done,
-        format!("level {level} ({})", level_name.as_deref().unwrap_or("none")),
+        format!(
+            "level {level} ({})",
+            level_name.as_deref().unwrap_or("none")
+        ),
     );
 
     // build-bundle: deterministic, so a re-release rebuilds the same digest.
-    let bundle_image =
-        crate::action::bundle_image(&bundle_dir).map_err(|e| ReleaseError::step("build-bundle", e))?;
+    let bundle_image = crate::action::bundle_image(&bundle_dir)
+        .map_err(|e| ReleaseError::step("build-bundle", e))?;
     summary.bundle.digest = bundle_image.digest();
     summary.set("build-bundle", StepStatus::Done, bundle_image.digest());
 
@@ -192,11 +215,18 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     };
     summary.catalog.channels = heads;
     match &staged {
-        Some(staged) => summary.set("catalog-add", StepStatus::Done, format!("staged: {}", staged.how)),
+        Some(staged) => summary.set(
+            "catalog-add",
+            StepStatus::Done,
+            format!("staged: {}", staged.how),
+        ),
         None => summary.set(
             "catalog-add",
             StepStatus::Unchanged,
-            format!("{} is already released with the same content", plan.bundle_name),
+            format!(
+                "{} is already released with the same content",
+                plan.bundle_name
+            ),
         ),
     }
     summary.set("validate-catalog", StepStatus::Done, "valid");
@@ -206,20 +236,39 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     summary.set("build-catalog", StepStatus::Done, catalog_image.digest());
 
     if plan.push {
-        publish_to_registries(plan, summary, &bundle_image, &catalog_image, staged.as_ref())?;
+        publish_to_registries(
+            plan,
+            summary,
+            &bundle_image,
+            &catalog_image,
+            staged.as_ref(),
+        )?;
     } else {
-        publish_to_layout(plan, summary, &bundle_image, &catalog_image, staged.as_ref())?;
+        publish_to_layout(
+            plan,
+            summary,
+            &bundle_image,
+            &catalog_image,
+            staged.as_ref(),
+        )?;
     }
     summary.changed = staged.is_some();
     if let Some(staged) = &staged {
-        summary.catalog.files = staged.files.iter().map(|(p, _)| p.display().to_string()).collect();
+        summary.catalog.files = staged
+            .files
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
         // The catalog-add step's edit is now in place.
         summary.set("catalog-add", StepStatus::Done, staged.how.clone());
     }
     summary.message = if summary.changed {
         format!("released {}", plan.bundle_name)
     } else {
-        format!("{} is already released with the same content: nothing changed", plan.bundle_name)
+        format!(
+            "{} is already released with the same content: nothing changed",
+            plan.bundle_name
+        )
     };
     Ok(())
 }
@@ -240,9 +289,16 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
     summary.set("validate", StepStatus::Planned, "suite=operatorframework");
     summary.set("audit", StepStatus::Planned, min);
     summary.set("build-bundle", StepStatus::Planned, plan.bundle_image());
-    summary.set("push-bundle", StepStatus::Planned, where_to(&plan.bundle_tag, plan.bundle_image()));
+    summary.set(
+        "push-bundle",
+        StepStatus::Planned,
+        where_to(&plan.bundle_tag, plan.bundle_image()),
+    );
     let edit = if already {
-        format!("{} is already released with the same content: no change", plan.bundle_name)
+        format!(
+            "{} is already released with the same content: no change",
+            plan.bundle_name
+        )
     } else if plan.catalog_dir.join(catalog_edit::TEMPLATE_FILE).is_file() {
         format!(
             "append {} to {} for {} and render it",
@@ -251,12 +307,29 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
             plan.channels.join(", ")
         )
     } else {
-        format!("make {} the head of {} in {}", plan.bundle_name, plan.channels.join(", "), plan.catalog_dir.display())
+        format!(
+            "make {} the head of {} in {}",
+            plan.bundle_name,
+            plan.channels.join(", "),
+            plan.catalog_dir.display()
+        )
     };
     summary.set("catalog-add", StepStatus::Planned, edit);
-    summary.set("validate-catalog", StepStatus::Planned, plan.catalog_dir.display().to_string());
-    summary.set("build-catalog", StepStatus::Planned, plan.catalog_image.clone());
-    summary.set("push-catalog", StepStatus::Planned, where_to(&plan.catalog_tag, plan.catalog_image.clone()));
+    summary.set(
+        "validate-catalog",
+        StepStatus::Planned,
+        plan.catalog_dir.display().to_string(),
+    );
+    summary.set(
+        "build-catalog",
+        StepStatus::Planned,
+        plan.catalog_image.clone(),
+    );
+    summary.set(
+        "push-catalog",
+        StepStatus::Planned,
+        where_to(&plan.catalog_tag, plan.catalog_image.clone()),
+    );
     summary.changed = !already;
     summary.message = if already {
         format!(
@@ -264,7 +337,10 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
             plan.bundle_name
         )
     } else {
-        format!("dry run: would release {} (nothing written)", plan.bundle_name)
+        format!(
+            "dry run: would release {} (nothing written)",
+            plan.bundle_name
+        )
     };
 }
 
@@ -302,7 +378,13 @@ fn publish_to_layout(
             });
         }
     };
-    let status = |wrote: bool| if wrote { StepStatus::Done } else { StepStatus::Unchanged };
+    let status = |wrote: bool| {
+        if wrote {
+            StepStatus::Done
+        } else {
+            StepStatus::Unchanged
+        }
+    };
     summary.set(
         "push-bundle",
         status(wrote[0]),
@@ -354,13 +436,21 @@ fn publish_to_registries(
         reference: bundle_reference.clone(),
         message,
     })?;
-    summary.set("push-bundle", StepStatus::Done, format!("{bundle_reference}@{}", bundle.digest()));
+    summary.set(
+        "push-bundle",
+        StepStatus::Done,
+        format!("{bundle_reference}@{}", bundle.digest()),
+    );
     if let Some(staged) = staged {
         commit_catalog(staged)?;
     }
     match push(&plan.catalog_image, catalog) {
         Ok(digest) => {
-            summary.set("push-catalog", StepStatus::Done, format!("{}@{digest}", plan.catalog_image));
+            summary.set(
+                "push-catalog",
+                StepStatus::Done,
+                format!("{}@{digest}", plan.catalog_image),
+            );
             Ok(())
         }
         Err(message) => match staged {

@@ -95,7 +95,11 @@ impl SemverTemplate {
 
     /// Every bundle image the template lists, once each.
     pub fn all_images(&self) -> BTreeSet<&str> {
-        self.bundles.values().flatten().map(String::as_str).collect()
+        self.bundles
+            .values()
+            .flatten()
+            .map(String::as_str)
+            .collect()
     }
 }
 
