@@ -553,3 +553,79 @@ fn blob_files(layout: &Path) -> std::collections::BTreeSet<PathBuf> {
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn image(content: &str) -> BuiltImage {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in ["manifests", "metadata"] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
+        std::fs::write(dir.path().join("manifests/file.yaml"), content).unwrap();
+        crate::image::build_bundle_image(dir.path(), &BTreeMap::new()).unwrap()
+    }
+
+    fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(folder) = stack.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    out.insert(path.clone(), std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_restored_layout_is_byte_for_byte_what_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = dir.path().join("oci");
+        image::write_layout(&layout, "v1", &image("one")).unwrap();
+        let before = files(&layout);
+        let snapshot = LayoutSnapshot::take(&layout);
+        image::write_layout(&layout, "v2", &image("two")).unwrap();
+        image::write_layout(&layout, "v1", &image("three")).unwrap();
+        assert_ne!(files(&layout), before);
+        snapshot.restore(&layout);
+        assert_eq!(files(&layout), before);
+
+        // A layout the release created is removed again.
+        let fresh = dir.path().join("new");
+        let snapshot = LayoutSnapshot::take(&fresh);
+        image::write_layout(&fresh, "v1", &image("one")).unwrap();
+        snapshot.restore(&fresh);
+        assert!(!fresh.exists());
+    }
+
+    #[test]
+    fn a_catalog_write_that_fails_halfway_puts_back_the_files_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = dir.path().join("catalog.json");
+        std::fs::write(&written, "old").unwrap();
+        // The second file's folder cannot be made: its parent is a file.
+        std::fs::write(dir.path().join("blocker"), "").unwrap();
+        let staged = StagedCatalog {
+            copy: tempfile::tempdir().unwrap(),
+            files: vec![
+                (written.clone(), "new".into()),
+                (dir.path().join("blocker/template.yaml"), "new".into()),
+            ],
+            heads: BTreeMap::new(),
+            how: String::new(),
+        };
+        let error = commit_catalog(&staged).unwrap_err();
+        assert!(
+            error.to_string().contains("blocker/template.yaml"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), "old");
+    }
+}
