@@ -35,6 +35,7 @@ pub mod image_ref;
 pub mod location;
 pub mod manifest;
 pub mod parallel;
+pub mod release;
 pub mod serve;
 pub mod upgrade;
 pub mod validate;

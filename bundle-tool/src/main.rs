@@ -74,6 +74,17 @@ enum Command {
         "bundle-tool push-all bundles 127.0.0.1:5000/test --plain-http --jobs 4",
     ))]
     PushAll(action::PushAllArgs),
+    /// Release a version end to end: generate the bundle, validate, audit, build and push
+    /// (or write to the OCI layout) the bundle image, add it to the catalog, validate,
+    /// build and push the catalog image, and print a summary. Re-running an unchanged
+    /// release changes nothing; a failure leaves the catalog and the layout as they were.
+    #[command(after_help = examples!(
+        "bundle-tool release",
+        "bundle-tool release --version 0.2.0 --dry-run",
+        "bundle-tool release --version 0.2.0 --channels candidate-v0,stable-v0 -o json",
+        "bundle-tool release --version 0.2.0 --push --username ci --password-stdin < password.txt",
+    ))]
+    Release(action::ReleaseArgs),
     /// Pull a bundle image and unpack it into a folder (safely: no paths escape it).
     #[command(after_help = examples!(
         "bundle-tool pull quay.io/me/redis-operator-bundle:v0.1.0 /tmp/bundle",
@@ -215,6 +226,7 @@ fn main() -> ExitCode {
         Command::Build(args) => finish(args.run()),
         Command::Push(args) => finish(args.run()),
         Command::PushAll(args) => finish(args.run()),
+        Command::Release(args) => finish(args.run()),
         Command::Pull(args) => finish(args.run()),
         Command::Inspect(args) => finish(args.run()),
         Command::Catalog(CatalogCommand::Validate(args)) => {

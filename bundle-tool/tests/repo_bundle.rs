@@ -63,3 +63,61 @@ fn generate_is_deterministic_with_source_date_epoch() {
         "{csv}"
     );
 }
+
+/// `createdAt` of a generated CSV.
+fn created_at(bundle: &std::path::Path) -> String {
+    let csv =
+        std::fs::read_to_string(bundle.join("manifests/redis-operator.clusterserviceversion.yaml"))
+            .unwrap();
+    csv.lines()
+        .find_map(|l| l.trim().strip_prefix("createdAt:"))
+        .map(|v| v.trim().trim_matches(['\'', '"']).to_string())
+        .expect("a createdAt annotation")
+}
+
+#[test]
+fn regenerating_unchanged_input_keeps_created_at_and_rewrites_nothing() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../bundle-tool.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    let generate = |extra: &[&str], epoch: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bundle-tool"));
+        command
+            .args(["generate", "--config", config, "--output"])
+            .arg(&bundle)
+            .args(extra)
+            .env_remove("SOURCE_DATE_EPOCH");
+        if let Some(epoch) = epoch {
+            command.env("SOURCE_DATE_EPOCH", epoch);
+        }
+        let output = command.output().expect("run bundle-tool");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // An old createdAt on disk, as a run on another day would have left it.
+    generate(&[], Some("1764460800"));
+    let csv_path = bundle.join("manifests/redis-operator.clusterserviceversion.yaml");
+    let before = std::fs::read(&csv_path).unwrap();
+    let modified = std::fs::metadata(&csv_path).unwrap().modified().unwrap();
+    assert_eq!(created_at(&bundle), "2025-11-30T00:00:00Z");
+
+    let printed = generate(&[], None);
+    assert!(printed.contains("nothing written"), "{printed}");
+    assert_eq!(std::fs::read(&csv_path).unwrap(), before);
+    assert_eq!(
+        std::fs::metadata(&csv_path).unwrap().modified().unwrap(),
+        modified
+    );
+
+    // SOURCE_DATE_EPOCH still wins over the kept value.
+    generate(&[], Some("1767225600"));
+    assert_eq!(created_at(&bundle), "2026-01-01T00:00:00Z");
+
+    // A real change gets a new createdAt (now), not the old one.
+    generate(&["--version", "0.9.0"], None);
+    assert_ne!(created_at(&bundle), "2026-01-01T00:00:00Z");
+}

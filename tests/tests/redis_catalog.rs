@@ -1,8 +1,9 @@
 //! The Redis operator's catalog (`catalog/`) stays in step with its template: the bundles the
-//! template names are generated from the operator at each version (fixed
-//! SOURCE_DATE_EPOCH), rendered with `catalog template --bundle-source`, and the result must
-//! equal `catalog/redis-operator/catalog.json`. The catalog must pass `catalog validate` and
-//! `opm validate`.
+//! template names are generated from the operator at each version (SOURCE_DATE_EPOCH fixed:
+//! the `createdAt` the catalog records for that bundle, which `bundle-tool release` keeps, or
+//! 2025-11-30 for a bundle not in it yet), rendered with `catalog template --bundle-source`,
+//! and the result must equal `catalog/redis-operator/catalog.json`. The catalog must pass
+//! `catalog validate` and `opm validate`.
 //!
 //! `UPDATE_CATALOG=1 cargo test -p e2e --test redis_catalog` rewrites the file instead
 //! (catalog/README.md).
@@ -49,6 +50,56 @@ fn template_images(template: &Path) -> Vec<(String, String)> {
     images
 }
 
+/// Seconds since the epoch of an RFC 3339 UTC time as CSVs write it (`2025-11-30T00:00:00Z`).
+fn epoch_seconds(time: &str) -> Option<i64> {
+    let (date, clock) = time.strip_suffix('Z')?.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
+    let mut clock = clock.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
+    // Days from 1970-01-01 to the date in the proleptic Gregorian calendar.
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * m + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
+}
+
+/// The SOURCE_DATE_EPOCH that regenerates `image` as the catalog has it: its CSV's
+/// `createdAt` when the catalog has the bundle, else the pinned default.
+fn epoch_for(catalog_file: &Path, image: &str) -> String {
+    let Ok(catalog) = bundle_tool::catalog::declcfg::load_file(catalog_file) else {
+        return SOURCE_DATE_EPOCH.into();
+    };
+    catalog
+        .bundles
+        .iter()
+        .filter(|b| b.image == image)
+        .flat_map(|b| b.objects())
+        .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .filter(|object| object["kind"] == "ClusterServiceVersion")
+        .find_map(|csv| {
+            csv["metadata"]["annotations"]["createdAt"]
+                .as_str()
+                .and_then(epoch_seconds)
+        })
+        .map_or_else(|| SOURCE_DATE_EPOCH.into(), |seconds| seconds.to_string())
+}
+
+#[test]
+fn createdat_converts_to_epoch_seconds() {
+    assert_eq!(epoch_seconds("2025-11-30T00:00:00Z"), Some(1_764_460_800));
+    assert_eq!(epoch_seconds("1970-01-01T00:00:01Z"), Some(1));
+    assert_eq!(epoch_seconds("2024-02-29T12:34:56Z"), Some(1_709_210_096));
+    assert_eq!(epoch_seconds("not a time"), None);
+}
+
 #[test]
 fn redis_catalog_is_rendered_from_its_template_and_valid() {
     let catalog = workspace().join("catalog");
@@ -68,7 +119,7 @@ fn redis_catalog_is_rendered_from_its_template_and_valid() {
         succeeded(
             Command::new(e2e::bundle_tool_binary())
                 .current_dir(workspace())
-                .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+                .env("SOURCE_DATE_EPOCH", epoch_for(&rendered_file, image))
                 .args(["generate", "--version", version, "--output"])
                 .arg(&dir)
                 .output()

@@ -45,6 +45,9 @@ pub enum ActionError {
     /// The areas that still report with anyhow (registry exchanges, unpacking, audit).
     #[error("{0:#}")]
     Other(#[from] anyhow::Error),
+    /// A release stopped before it started (its settings).
+    #[error(transparent)]
+    Release(#[from] crate::release::ReleaseError),
     /// A message already worded for the user by an area that reports errors as text.
     #[error("{0}")]
     Message(String),

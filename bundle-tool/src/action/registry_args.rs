@@ -31,19 +31,46 @@ impl RegistryArgs {
     /// A client for the registry of `reference`; reads the password from standard input
     /// when a user name was given.
     pub fn client(&self, reference: &oci_client::Reference) -> std::io::Result<RegistryClient> {
-        let credentials = match &self.username {
+        Ok(self.access()?.client(reference))
+    }
+
+    /// The transport and credentials with the password read now: standard input can be read
+    /// only once, and a command that pushes to two registries needs it twice.
+    pub fn access(&self) -> std::io::Result<RegistryAccess> {
+        let basic = match &self.username {
             Some(username) => {
                 let password = std::io::read_to_string(std::io::stdin())?
                     .trim_end_matches(['\n', '\r'])
                     .to_string();
-                Credentials::Basic {
-                    username: username.clone(),
-                    password,
-                }
+                Some((username.clone(), password))
             }
+            None => None,
+        };
+        Ok(RegistryAccess {
+            plain_http: self.plain_http,
+            basic,
+        })
+    }
+}
+
+/// [`RegistryArgs`] with the password already read: clients for any number of registries.
+#[derive(Clone)]
+pub struct RegistryAccess {
+    plain_http: bool,
+    basic: Option<(String, String)>,
+}
+
+impl RegistryAccess {
+    /// A client for the registry of `reference`: the given user, else the auth files.
+    pub fn client(&self, reference: &oci_client::Reference) -> RegistryClient {
+        let credentials = match &self.basic {
+            Some((username, password)) => Credentials::Basic {
+                username: username.clone(),
+                password: password.clone(),
+            },
             None => Credentials::from_auth_files(reference.registry()),
         };
-        Ok(RegistryClient::new(self.plain_http, credentials))
+        RegistryClient::new(self.plain_http, credentials)
     }
 }
 

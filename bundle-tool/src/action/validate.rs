@@ -69,7 +69,7 @@ impl Action for ValidateArgs {
                 serde_json::to_string_pretty(&report.to_json())
                     .map_err(|e| ActionError::message(e.to_string()))?
             ),
-            ValidateFormat::Text => text_report(&report, &shown),
+            ValidateFormat::Text => validation_text(&report, &shown),
         };
         Ok(Outcome {
             output: Output::Text(text),
@@ -85,7 +85,7 @@ impl Action for ValidateArgs {
 }
 
 /// Findings grouped by file, as people fix them file by file; `DIR: valid` when it passed.
-fn text_report(report: &Report, dir: &Path) -> String {
+pub fn validation_text(report: &Report, dir: &Path) -> String {
     let mut out = String::new();
     let mut current_file: Option<&str> = None;
     for finding in &report.findings {

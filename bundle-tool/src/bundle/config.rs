@@ -44,6 +44,41 @@ pub struct GenerateConfig {
     pub extra_service_accounts: Vec<String>,
     /// The human-facing CSV fields.
     pub csv: CsvMetadata,
+    /// What `bundle-tool release` publishes and where (generate ignores it).
+    #[serde(default)]
+    pub release: Option<ReleaseConfig>,
+}
+
+/// The `release:` section: where a release's images and catalog go.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseConfig {
+    /// The bundle image repository, without a tag (`v<version>` is added).
+    #[serde(default)]
+    pub bundle_image: Option<String>,
+    /// The catalog image reference, with its tag.
+    #[serde(default)]
+    pub catalog_image: Option<String>,
+    /// The catalog folder (relative to the config file).
+    #[serde(default)]
+    pub catalog: Option<PathBuf>,
+    /// The catalog channels the release becomes the head of.
+    #[serde(default)]
+    pub channels: Vec<String>,
+    /// The lowest capability level the audit may assess: a number (1-5) or a level name
+    /// (`Full Lifecycle`).
+    #[serde(default)]
+    pub min_level: Option<Value>,
+    /// The `skipRange` of the release's catalog entries.
+    #[serde(default)]
+    pub skip_range: Option<String>,
+    /// Push to the registries named by the image references instead of writing the local
+    /// OCI layout.
+    #[serde(default)]
+    pub push: bool,
+    /// The OCI image layout folder when not pushing (relative to the config file).
+    #[serde(default)]
+    pub oci_layout: Option<PathBuf>,
 }
 
 /// CSV fields written as given.
@@ -152,6 +187,10 @@ impl GenerateConfig {
         resolve(&mut config.samples);
         resolve(&mut config.output);
         resolve(&mut config.csv.icon);
+        if let Some(release) = config.release.as_mut() {
+            resolve(&mut release.catalog);
+            resolve(&mut release.oci_layout);
+        }
         Ok(config)
     }
 }

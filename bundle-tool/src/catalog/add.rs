@@ -171,7 +171,7 @@ pub fn add_bundle(
 
 /// The entry no other entry replaces or skips; `None` for an empty channel; an error when
 /// the channel has several (the user must say which one to replace).
-fn current_head(channel: &Channel) -> Result<Option<String>, String> {
+pub fn current_head(channel: &Channel) -> Result<Option<String>, String> {
     let targets: std::collections::BTreeSet<&str> = channel
         .entries
         .iter()

@@ -27,6 +27,9 @@ pub fn parse_mapping(spec: &str) -> Result<(String, PathBuf), String> {
 pub struct BundleSources {
     /// Image reference → local bundle folder with the same contents.
     local: BTreeMap<String, PathBuf>,
+    /// Image reference → its bundle as a catalog already renders it (re-rendering a
+    /// catalog's own bundles needs neither a registry nor their folders).
+    known: BTreeMap<String, Bundle>,
     /// Pull over plain HTTP (local registries), like opm's `--use-http`.
     plain_http: bool,
 }
@@ -36,6 +39,7 @@ impl BundleSources {
     pub fn new(plain_http: bool) -> Self {
         BundleSources {
             local: BTreeMap::new(),
+            known: BTreeMap::new(),
             plain_http,
         }
     }
@@ -56,6 +60,11 @@ impl BundleSources {
         Ok(())
     }
 
+    /// Renders `bundle.image` as `bundle` itself: a bundle already rendered into a catalog.
+    pub fn add_rendered(&mut self, bundle: Bundle) {
+        self.known.insert(bundle.image.clone(), bundle);
+    }
+
     /// The `REF → DIR` mappings, for writing them down next to a rendered catalog.
     pub fn mappings(&self) -> &BTreeMap<String, PathBuf> {
         &self.local
@@ -64,6 +73,9 @@ impl BundleSources {
     /// Renders the bundle image `reference`: from its mapped folder if there is one, else
     /// pulled from its registry. The rendered `image` is `reference` either way.
     pub fn render_image(&self, reference: &str) -> Result<Bundle, String> {
+        if let Some(bundle) = self.known.get(reference) {
+            return Ok(bundle.clone());
+        }
         if let Some(dir) = self.local.get(reference) {
             return render_bundle_dir(dir, reference)
                 .map_err(|e| format!("render reference {reference:?}: {}: {e}", dir.display()));

@@ -73,11 +73,37 @@ impl PackageFile {
         })
     }
 
+    /// [`PackageFile::open`], or for a catalog folder that does not exist yet an empty
+    /// package that will be `<catalog>/<package>/catalog.json`.
+    pub fn open_or_new(catalog: &Path, package: &str) -> Result<PackageFile, String> {
+        if catalog.exists() {
+            return PackageFile::open(catalog, package);
+        }
+        Ok(PackageFile {
+            path: catalog.join(package).join(FILE_NAMES[0]),
+            config: DeclarativeConfig::default(),
+            rest: DeclarativeConfig::default(),
+            format: CatalogFormat::Json,
+        })
+    }
+
     /// Validates the catalog with the edited package and, if it is valid, writes the
     /// package's file atomically. On error nothing is written; the error is opm's message
     /// (or its tree of problems).
     pub fn commit(self) -> Result<PathBuf, String> {
-        let mut whole = self.rest;
+        let content = self.validated_content()?;
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        write_file_atomically(&self.path, content.as_bytes())
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        Ok(self.path)
+    }
+
+    /// The file's new content, once the catalog with the edited package validates; nothing
+    /// is written (`release` stages it with the rest of its changes).
+    pub fn validated_content(&self) -> Result<String, String> {
+        let mut whole = self.rest.clone();
         whole.append(self.config.clone());
         let model = Model::from_declcfg(whole)
             .map_err(|e| format!("the edit would make the catalog invalid: {e}"))?;
@@ -86,12 +112,7 @@ impl PackageFile {
                 "the edit would make the catalog invalid; nothing was written:\n{tree}"
             ));
         }
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
-        write_file_atomically(&self.path, self.format.write(&self.config).as_bytes())
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
-        Ok(self.path)
+        Ok(self.format.write(&self.config))
     }
 }
 

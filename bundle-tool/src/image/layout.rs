@@ -51,6 +51,17 @@ pub fn write_layout(dir: &Path, tag: &str, image: &BuiltImage) -> std::io::Resul
     )
 }
 
+/// The manifest digest tagged `tag` in the layout at `dir`, if there is one.
+pub fn layout_digest(dir: &Path, tag: &str) -> Option<String> {
+    let index: Value = serde_json::from_slice(&std::fs::read(dir.join("index.json")).ok()?).ok()?;
+    index["manifests"]
+        .as_array()?
+        .iter()
+        .find(|m| m["annotations"][REF_NAME] == tag)
+        .and_then(|m| m["digest"].as_str())
+        .map(str::to_string)
+}
+
 /// Reads the image tagged `tag` (or the only one) from the layout at `dir`.
 pub fn read_layout(dir: &Path, tag: Option<&str>) -> std::io::Result<BuiltImage> {
     let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);

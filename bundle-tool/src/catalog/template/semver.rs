@@ -62,6 +62,47 @@ pub struct SemverTemplate {
     bundles: BTreeMap<Archetype, Vec<String>>,
 }
 
+impl SemverTemplate {
+    /// The channels the template puts a bundle of `version` in when an archetype lists it:
+    /// `(archetype, channel)` for every archetype and generated stream kind.
+    pub fn channels_for(&self, version: &Version) -> Vec<(&'static str, String)> {
+        let mut channels = Vec::new();
+        for archetype in Archetype::ALL {
+            if self.generate_major {
+                channels.push((
+                    archetype.name(),
+                    format!("{}-v{}", archetype.name(), version.major),
+                ));
+            }
+            if self.generate_minor {
+                channels.push((
+                    archetype.name(),
+                    format!("{}-v{}.{}", archetype.name(), version.major, version.minor),
+                ));
+            }
+        }
+        channels
+    }
+
+    /// The bundle images an archetype (`candidate`, `fast`, `stable`) lists.
+    pub fn images(&self, archetype: &str) -> &[String] {
+        Archetype::ALL
+            .iter()
+            .find(|a| a.name() == archetype)
+            .and_then(|a| self.bundles.get(a))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Every bundle image the template lists, once each.
+    pub fn all_images(&self) -> BTreeSet<&str> {
+        self.bundles
+            .values()
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 /// Parses the template document strictly (unknown keys are errors, as opm's
 /// `yaml.UnmarshalStrict`), applying opm's defaults: minor channels when neither kind is asked
 /// for, and the default-channel preference following what is generated.

@@ -1,0 +1,83 @@
+//! `bundle-tool release`: the options, resolved into a [`Plan`] and run by
+//! [`crate::release`]; the summary printed as text or JSON.
+
+use std::path::PathBuf;
+
+use super::{Action, ActionError, Outcome, Output, RegistryArgs, Status};
+use crate::release::{self, Plan};
+
+/// Summary formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReleaseFormat {
+    /// A few lines for people.
+    Text,
+    /// One JSON object, for CI.
+    Json,
+}
+
+/// `bundle-tool release`.
+#[derive(Debug, clap::Args)]
+pub struct ReleaseArgs {
+    /// The config file (its `release:` section says where images and the catalog go).
+    #[arg(long, default_value = "bundle-tool.yaml")]
+    pub config: PathBuf,
+    /// The version to release (overrides the config's `version`).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// The catalog channels the release becomes the head of, comma-separated (overrides
+    /// `release.channels`).
+    #[arg(long, value_delimiter = ',')]
+    pub channels: Option<Vec<String>>,
+    /// The bundle image repository, without a tag; `v<version>` is added (overrides
+    /// `release.bundleImage`).
+    #[arg(long)]
+    pub bundle_image: Option<String>,
+    /// The catalog image reference (overrides `release.catalogImage`).
+    #[arg(long)]
+    pub catalog_image: Option<String>,
+    /// The catalog folder (overrides `release.catalog`; default `catalog` beside the config).
+    #[arg(long)]
+    pub catalog: Option<PathBuf>,
+    /// `skipRange` of the new catalog entries (overrides `release.skipRange`).
+    #[arg(long)]
+    pub skip_range: Option<String>,
+    /// Fail when the audit assesses a lower level: 1-5 or a level name (overrides
+    /// `release.minLevel`).
+    #[arg(long)]
+    pub min_level: Option<String>,
+    /// Push the images to the registries their references name (or `release.push: true`);
+    /// without it they go to the OCI layout and nothing is pushed.
+    #[arg(long)]
+    pub push: bool,
+    /// The OCI image layout folder when not pushing (overrides `release.ociLayout`).
+    #[arg(long)]
+    pub oci_layout: Option<PathBuf>,
+    /// Print the plan: what would be generated, published and edited; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Summary format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: ReleaseFormat,
+    /// Transport and credentials.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+impl Action for ReleaseArgs {
+    fn run(&self) -> Result<Outcome, ActionError> {
+        let plan = Plan::resolve(self)?;
+        let render = |summary: &release::Summary| match self.output {
+            ReleaseFormat::Text => summary.to_text(),
+            ReleaseFormat::Json => summary.to_json(),
+        };
+        match release::run(&plan) {
+            Ok(summary) => Ok(Outcome::text(render(&summary))),
+            Err(failed) => Ok(Outcome {
+                output: Output::Text(render(&failed.summary)),
+                notes: vec![format!("error: {}", failed.error)],
+                status: Status::Failure,
+                loaded: None,
+            }),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! `bundle-tool release`: one version published end to end — generate, validate, audit,
+//! build the bundle image, publish it, add it to the catalog, validate and build the catalog
+//! image, publish it — so that a failure at any step leaves the catalog and the image layout
+//! as they were.
+//!
+//! Every step is an existing verb's function (generate, validate, audit, build, push,
+//! `catalog add`, `catalog template`); this module only orders them and stages their results:
+//! [`plan`] is what the flags and the config resolve to, [`bundle_diff`] tells an identical
+//! re-release from a changed one, [`catalog_edit`] stages the catalog's new files, [`steps`]
+//! runs the pipeline and publishes, and [`summary`] is the report (text or JSON).
+
+pub mod bundle_diff;
+pub mod catalog_edit;
+pub mod plan;
+pub mod steps;
+pub mod summary;
+
+use std::path::PathBuf;
+
+pub use plan::Plan;
+pub use steps::run;
+pub use summary::{StepStatus, Summary};
+
+/// Why a release stopped. Each names the file, image or version concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// A setting is missing or unusable.
+    #[error("{path}: {message}")]
+    Config {
+        /// The config file (or the flag's setting).
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A step's own verb failed (generate, audit, build).
+    #[error("{step}: {source}")]
+    Step {
+        /// The step.
+        step: &'static str,
+        /// The verb's error.
+        source: Box<crate::action::ActionError>,
+    },
+    /// The generated bundle does not pass validation.
+    #[error(
+        "the generated bundle {name} does not pass validation (suite=operatorframework):\n{report}"
+    )]
+    Invalid {
+        /// The bundle name.
+        name: String,
+        /// The findings, grouped by file.
+        report: String,
+    },
+    /// The audit assessed a level below the minimum.
+    #[error("{name} reaches capability level {level}, below the minimum level {min} ({setting})")]
+    BelowLevel {
+        /// The bundle name.
+        name: String,
+        /// The assessed (independent) level.
+        level: u8,
+        /// The minimum.
+        min: u8,
+        /// Where the minimum was set.
+        setting: String,
+    },
+    /// The version is already in the catalog with other content.
+    #[error(
+        "{name} is already released in {catalog} and this release differs from it; a release is immutable, so release a new version instead:\n  {}",
+        differences.join("\n  ")
+    )]
+    Immutable {
+        /// The bundle name.
+        name: String,
+        /// The package file holding the released bundle.
+        catalog: PathBuf,
+        /// What differs.
+        differences: Vec<String>,
+    },
+    /// The version is released, but not in every channel asked for.
+    #[error(
+        "{name} is already released, in {present}, but not in {missing}; a release is immutable, so releasing it again does not change its channels (promote it with a catalog edit)"
+    )]
+    ChannelsOfARelease {
+        /// The bundle name.
+        name: String,
+        /// The channels that have it.
+        present: String,
+        /// The channels asked for that do not.
+        missing: String,
+    },
+    /// The catalog edit cannot be made.
+    #[error("{path}: {message}")]
+    Catalog {
+        /// The catalog file or folder.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Writing the OCI layout or the catalog failed; everything was put back.
+    #[error("{path}: {message}")]
+    Write {
+        /// What was being written.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// A push failed before the catalog was touched.
+    #[error("pushing {reference}: {message}")]
+    Push {
+        /// The image reference.
+        reference: String,
+        /// What failed.
+        message: String,
+    },
+    /// The catalog was updated, then pushing the catalog image failed.
+    #[error(
+        "the catalog was updated ({files}) and the bundle image pushed, but pushing the catalog image {reference} failed: {message}\nre-run (release is idempotent, it only pushes again): {command}"
+    )]
+    CatalogPushAfterCommit {
+        /// The catalog files written.
+        files: String,
+        /// The catalog image reference.
+        reference: String,
+        /// What failed.
+        message: String,
+        /// The command that finishes the release.
+        command: String,
+    },
+}
+
+impl ReleaseError {
+    /// A step's verb error.
+    pub fn step(step: &'static str, error: impl Into<crate::action::ActionError>) -> Self {
+        ReleaseError::Step {
+            step,
+            source: Box::new(error.into()),
+        }
+    }
+}

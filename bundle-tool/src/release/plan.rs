@@ -1,0 +1,223 @@
+//! What a release does, resolved once from `bundle-tool.yaml`'s `release:` section and the
+//! flags laid over it (a flag wins over the config).
+
+use std::path::{Path, PathBuf};
+
+use super::ReleaseError;
+use crate::action::{RegistryArgs, ReleaseArgs};
+use crate::audit::CapabilityLevel;
+use crate::bundle::GenerateConfig;
+use crate::image::parse_reference;
+
+/// The OCI layout folder when neither the flag nor the config names one.
+pub const DEFAULT_OCI_LAYOUT: &str = "target/oci";
+
+/// Everything the steps need to know.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The config file.
+    pub config_path: PathBuf,
+    /// The generate config with the release's version set.
+    pub config: GenerateConfig,
+    /// The package.
+    pub package: String,
+    /// The version released.
+    pub version: String,
+    /// `<package>.v<version>`, the CSV and catalog bundle name.
+    pub bundle_name: String,
+    /// The bundle image repository (no tag).
+    pub bundle_repository: String,
+    /// The bundle image's tag, `v<version>`.
+    pub bundle_tag: String,
+    /// The catalog image reference, tag included.
+    pub catalog_image: String,
+    /// The catalog image's tag (its tag in the OCI layout too).
+    pub catalog_tag: String,
+    /// The catalog folder.
+    pub catalog_dir: PathBuf,
+    /// The catalog channels the release becomes the head of.
+    pub channels: Vec<String>,
+    /// The new channel entries' `skipRange`.
+    pub skip_range: Option<String>,
+    /// The lowest acceptable assessed level, and where it was set.
+    pub min_level: Option<(u8, String)>,
+    /// Push to registries (else write the OCI layout).
+    pub push: bool,
+    /// The OCI layout folder when not pushing.
+    pub oci_layout: PathBuf,
+    /// Transport and credentials for pushes.
+    pub registry: RegistryArgs,
+    /// Print the plan and write nothing.
+    pub dry_run: bool,
+}
+
+impl Plan {
+    /// The bundle image reference the catalog records, `<repository>:v<version>`.
+    pub fn bundle_image(&self) -> String {
+        format!("{}:{}", self.bundle_repository, self.bundle_tag)
+    }
+
+    /// Resolves the flags over the config file.
+    pub fn resolve(args: &ReleaseArgs) -> Result<Plan, ReleaseError> {
+        let config_error = |message: String| ReleaseError::Config {
+            path: args.config.clone(),
+            message,
+        };
+        let mut config =
+            GenerateConfig::load(&args.config).map_err(|e| ReleaseError::step("config", e))?;
+        let release = config.release.clone().unwrap_or_default();
+        if let Some(version) = &args.version {
+            config.version = version.clone();
+        }
+        let version = config.version.clone();
+        crate::version_range::parse_version(&version)
+            .map_err(|e| config_error(format!("version {version:?} is not semver: {e}")))?;
+        let bundle_repository = args
+            .bundle_image
+            .clone()
+            .or(release.bundle_image.clone())
+            .ok_or_else(|| {
+                config_error(
+                    "no bundle image: set release.bundleImage or give --bundle-image".into(),
+                )
+            })?;
+        let last = bundle_repository.rsplit('/').next().unwrap_or_default();
+        if last.contains(':') || last.contains('@') {
+            return Err(config_error(format!(
+                "bundle image {bundle_repository:?}: name the repository without a tag or digest; release tags it v<version>"
+            )));
+        }
+        // Tags allow [A-Za-z0-9_.-]: a version's `+build` becomes `_build`.
+        let bundle_tag = format!("v{}", version.replace('+', "_"));
+        parse_reference(&format!("{bundle_repository}:{bundle_tag}"))
+            .map_err(|e| config_error(format!("bundle image {bundle_repository:?}: {e:#}")))?;
+        let catalog_image = args
+            .catalog_image
+            .clone()
+            .or(release.catalog_image.clone())
+            .ok_or_else(|| {
+                config_error(
+                    "no catalog image: set release.catalogImage or give --catalog-image".into(),
+                )
+            })?;
+        let catalog_reference = parse_reference(&catalog_image)
+            .map_err(|e| config_error(format!("catalog image {catalog_image:?}: {e:#}")))?;
+        if catalog_reference.digest().is_some() {
+            return Err(config_error(format!(
+                "catalog image {catalog_image:?}: a release makes a new catalog image, so it needs a tag, not a digest"
+            )));
+        }
+        let catalog_tag = catalog_reference.tag().unwrap_or("latest").to_string();
+        if catalog_tag == bundle_tag {
+            return Err(config_error(format!(
+                "the catalog image's tag {catalog_tag:?} is the bundle's; they would overwrite each other in the OCI layout"
+            )));
+        }
+        let channels = match &args.channels {
+            Some(channels) => channels.clone(),
+            None => release.channels.clone(),
+        };
+        if channels.is_empty() || channels.iter().any(|c| c.trim().is_empty()) {
+            return Err(config_error(
+                "no catalog channels: set release.channels or give --channels a,b".into(),
+            ));
+        }
+        let min_level = match (&args.min_level, &release.min_level) {
+            (Some(text), _) => Some((
+                level_number(text).map_err(config_error)?,
+                "--min-level".into(),
+            )),
+            (None, Some(value)) => {
+                let text = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Some((
+                    level_number(&text)
+                        .map_err(|e| config_error(format!("release.minLevel: {e}")))?,
+                    format!("release.minLevel in {}", args.config.display()),
+                ))
+            }
+            (None, None) => None,
+        };
+        let catalog_dir = args
+            .catalog
+            .clone()
+            .or(release.catalog.clone())
+            .unwrap_or_else(|| base(&args.config).join("catalog"));
+        let oci_layout = args
+            .oci_layout
+            .clone()
+            .or(release.oci_layout.clone())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_OCI_LAYOUT));
+        Ok(Plan {
+            config_path: args.config.clone(),
+            package: config.package.clone(),
+            bundle_name: format!("{}.v{version}", config.package),
+            version,
+            config,
+            bundle_repository,
+            bundle_tag,
+            catalog_image,
+            catalog_tag,
+            catalog_dir,
+            channels,
+            skip_range: args.skip_range.clone().or(release.skip_range.clone()),
+            min_level,
+            push: args.push || release.push,
+            oci_layout,
+            registry: args.registry.clone(),
+            dry_run: args.dry_run,
+        })
+    }
+
+    /// The command that repeats this release (what to re-run after a late failure).
+    pub fn command(&self) -> String {
+        let mut words = vec![
+            "bundle-tool release".to_string(),
+            format!("--config {}", self.config_path.display()),
+            format!("--version {}", self.version),
+            format!("--channels {}", self.channels.join(",")),
+            format!("--bundle-image {}", self.bundle_repository),
+            format!("--catalog-image {}", self.catalog_image),
+            format!("--catalog {}", self.catalog_dir.display()),
+        ];
+        if let Some(range) = &self.skip_range {
+            words.push(format!("--skip-range '{range}'"));
+        }
+        if self.push {
+            words.push("--push".into());
+        } else {
+            words.push(format!("--oci-layout {}", self.oci_layout.display()));
+        }
+        if self.registry.plain_http {
+            words.push("--plain-http".into());
+        }
+        if let Some(user) = &self.registry.username {
+            words.push(format!("--username {user} --password-stdin"));
+        }
+        words.join(" ")
+    }
+}
+
+/// The folder of the config file (its relative paths are relative to it).
+fn base(config: &Path) -> &Path {
+    config.parent().unwrap_or(Path::new(""))
+}
+
+/// A capability level given as a number (1-5) or a name (`Full Lifecycle`).
+pub fn level_number(text: &str) -> Result<u8, String> {
+    let text = text.trim();
+    if let Ok(number) = text.parse::<u8>() {
+        return CapabilityLevel::from_number(number)
+            .map(CapabilityLevel::number)
+            .ok_or_else(|| format!("level {number} is not 1 to 5"));
+    }
+    CapabilityLevel::from_annotation(text)
+        .map(CapabilityLevel::number)
+        .ok_or_else(|| {
+            format!(
+                "{text:?} is not a level: give 1-5 or Basic Install, Seamless Upgrades, Full Lifecycle, Deep Insights, Auto Pilot"
+            )
+        })
+}

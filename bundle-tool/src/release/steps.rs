@@ -1,0 +1,631 @@
+//! The pipeline. Everything is staged first — the bundle generated into a temporary folder,
+//! images built in memory, the catalog's new files in a copy of the catalog folder — and the
+//! real catalog and OCI layout are written only once every step before has passed, so a
+//! failure leaves both as they were. With `--push` the order is: the bundle image (its
+//! digest checked), then the catalog files, then the catalog image, whose failure is
+//! reported with the command that finishes the release.
+
+use std::path::{Path, PathBuf};
+
+use super::catalog_edit::{self, StagedCatalog};
+use super::summary::{StepStatus, Summary};
+use super::{Plan, ReleaseError, bundle_diff};
+use crate::action::{BundleInputs, catalog_image, created_at, created_at_of_csv};
+use crate::audit::CapabilityLevel;
+use crate::bundle::write::{write_bundle, write_file_atomically};
+use crate::catalog::render::render_bundle_dir;
+use crate::image::{self, BuiltImage, parse_reference};
+use crate::validate::Optional;
+
+/// A release that stopped: the summary so far (the failed step marked) and why.
+pub struct Failed {
+    /// The report up to the failure.
+    pub summary: Summary,
+    /// The reason.
+    pub error: ReleaseError,
+}
+
+/// Runs the release; the summary, or where and why it stopped.
+pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
+    let mut summary = Summary::new(plan);
+    match release(plan, &mut summary) {
+        Ok(()) => Ok(summary),
+        Err(error) => {
+            // A refusal is the catalog's verdict, however early it is found.
+            let refused = matches!(
+                error,
+                ReleaseError::Immutable { .. } | ReleaseError::ChannelsOfARelease { .. }
+            )
+            .then_some("catalog-add");
+            if let Some(step) = refused.or(summary.next_step()) {
+                summary.set(step, StepStatus::Failed, error.to_string());
+            }
+            summary.message = format!("{}: release failed", plan.bundle_name);
+            summary.error = Some(error.to_string());
+            Err(Box::new(Failed { summary, error }))
+        }
+    }
+}
+
+fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
+    // generate: with the released bundle's createdAt when the version is already in the
+    // catalog, so that an unchanged re-release generates the same bytes.
+    let released = catalog_edit::released_bundle(&plan.catalog_dir, &plan.bundle_name)?;
+    let created_at = match released.as_ref().and_then(released_created_at) {
+        Some(kept) => kept,
+        None => created_at().map_err(|e| ReleaseError::step("generate", e))?,
+    };
+    let inputs =
+        BundleInputs::read(&plan.config, None).map_err(|e| ReleaseError::step("generate", e))?;
+    let generated = inputs
+        .generate(&created_at)
+        .map_err(|e| ReleaseError::step("generate", e))?;
+    let staging = tempfile::Builder::new()
+        .prefix("bundle-tool-release-")
+        .tempdir()
+        .map_err(|e| ReleaseError::step("generate", e))?;
+    let bundle_dir = staging.path().join("bundle");
+    write_bundle(&generated, &bundle_dir).map_err(|e| ReleaseError::step("generate", e))?;
+    let rendered = render_bundle_dir(&bundle_dir, &plan.bundle_image()).map_err(|e| {
+        ReleaseError::Catalog {
+            path: bundle_dir.clone(),
+            message: e,
+        }
+    })?;
+    let mut detail = format!(
+        "{} ({} files, createdAt {created_at}) in a temporary folder",
+        plan.bundle_name,
+        generated.files.len()
+    );
+    for warning in &generated.warnings {
+        detail.push_str(&format!("; warning: {}", warning.0));
+    }
+    summary.set("generate", StepStatus::Done, detail);
+
+    // Already released: the same content is the same release; anything else is refused.
+    let already = match &released {
+        Some(bundle) => {
+            let differences = bundle_diff::differences(bundle, &rendered);
+            if !differences.is_empty() {
+                return Err(ReleaseError::Immutable {
+                    name: plan.bundle_name.clone(),
+                    catalog: plan.catalog_dir.clone(),
+                    differences,
+                });
+            }
+            let present =
+                catalog_edit::channels_with(&plan.catalog_dir, &plan.package, &plan.bundle_name);
+            let missing: Vec<&String> = plan
+                .channels
+                .iter()
+                .filter(|c| !present.contains(c))
+                .collect();
+            if !missing.is_empty() {
+                return Err(ReleaseError::ChannelsOfARelease {
+                    name: plan.bundle_name.clone(),
+                    present: present.join(", "),
+                    missing: missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+            true
+        }
+        None => false,
+    };
+
+    if plan.dry_run {
+        plan_only(plan, summary, already);
+        return Ok(());
+    }
+
+    // validate: the operatorframework suite; errors fail, warnings are listed.
+    let optional =
+        Optional::select("suite=operatorframework").map_err(|e| ReleaseError::Config {
+            path: plan.config_path.clone(),
+            message: e,
+        })?;
+    let report = crate::validate::validate_bundle_with(&bundle_dir, &optional);
+    let text = crate::action::validation_text(&report, &bundle_dir);
+    if !report.passed() {
+        return Err(ReleaseError::Invalid {
+            name: plan.bundle_name.clone(),
+            report: text,
+        });
+    }
+    let warnings = report.findings.len();
+    summary.set(
+        "validate",
+        StepStatus::Done,
+        format!("valid ({warnings} warnings)"),
+    );
+
+    // audit: the level assessed from evidence, independently (as `audit --min-level`).
+    let targets = crate::audit::source::targets_in(&bundle_dir, false)
+        .map_err(|e| ReleaseError::step("audit", e))?;
+    let (audits, errors) = crate::audit::audit_targets(&targets, 1, &|| {}, &|_| {});
+    if let Some(error) = errors.first() {
+        return Err(ReleaseError::step(
+            "audit",
+            crate::action::ActionError::message(format!("{}: {}", error.source, error.message)),
+        ));
+    }
+    let level = audits
+        .first()
+        .map(|a| a.independent_level)
+        .unwrap_or_default();
+    let level_name = CapabilityLevel::from_number(level).map(|l| l.annotation().to_string());
+    summary.level = Some(level);
+    summary.level_name = level_name.clone();
+    if let Some((min, setting)) = &plan.min_level
+        && level < *min
+    {
+        return Err(ReleaseError::BelowLevel {
+            name: plan.bundle_name.clone(),
+            level,
+            min: *min,
+            setting: setting.clone(),
+        });
+    }
+    summary.set(
+        "audit",
+        StepStatus::Done,
+        format!(
+            "level {level} ({})",
+            level_name.as_deref().unwrap_or("none")
+        ),
+    );
+
+    // build-bundle: deterministic, so a re-release rebuilds the same digest.
+    let bundle_image = crate::action::bundle_image(&bundle_dir)
+        .map_err(|e| ReleaseError::step("build-bundle", e))?;
+    summary.bundle.digest = bundle_image.digest();
+    summary.set("build-bundle", StepStatus::Done, bundle_image.digest());
+
+    // The catalog, staged (or the catalog as it is, when the release is already in it).
+    let staged: Option<StagedCatalog> = if already {
+        None
+    } else {
+        Some(catalog_edit::stage(plan, rendered)?)
+    };
+    let catalog_source: PathBuf = match &staged {
+        Some(staged) => staged.copy.path().to_path_buf(),
+        None => plan.catalog_dir.clone(),
+    };
+    let (_, model) = crate::catalog::model::validate_dir(&catalog_source).map_err(|e| {
+        ReleaseError::Catalog {
+            path: plan.catalog_dir.clone(),
+            message: format!("the catalog would not be valid: {e}"),
+        }
+    })?;
+    drop(model);
+    let heads = match &staged {
+        Some(staged) => staged.heads.clone(),
+        None => {
+            let config = crate::catalog::declcfg::load_dir(&plan.catalog_dir).map_err(|e| {
+                ReleaseError::Catalog {
+                    path: plan.catalog_dir.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+            catalog_edit::heads(&config, &plan.package)
+        }
+    };
+    summary.catalog.channels = heads;
+    match &staged {
+        Some(staged) => summary.set(
+            "catalog-add",
+            StepStatus::Done,
+            format!("staged: {}", staged.how),
+        ),
+        None => summary.set(
+            "catalog-add",
+            StepStatus::Unchanged,
+            format!(
+                "{} is already released with the same content",
+                plan.bundle_name
+            ),
+        ),
+    }
+    summary.set("validate-catalog", StepStatus::Done, "valid");
+    let (catalog_image, _) =
+        catalog_image(&catalog_source).map_err(|e| ReleaseError::step("build-catalog", e))?;
+    summary.catalog.digest = catalog_image.digest();
+    summary.set("build-catalog", StepStatus::Done, catalog_image.digest());
+
+    if plan.push {
+        publish_to_registries(
+            plan,
+            summary,
+            &bundle_image,
+            &catalog_image,
+            staged.as_ref(),
+        )?;
+    } else {
+        publish_to_layout(
+            plan,
+            summary,
+            &bundle_image,
+            &catalog_image,
+            staged.as_ref(),
+        )?;
+    }
+    summary.changed = staged.is_some();
+    if let Some(staged) = &staged {
+        summary.catalog.files = staged
+            .files
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        // The catalog-add step's edit is now in place.
+        summary.set("catalog-add", StepStatus::Done, staged.how.clone());
+    }
+    summary.message = if summary.changed {
+        format!("released {}", plan.bundle_name)
+    } else {
+        format!(
+            "{} is already released with the same content: nothing changed",
+            plan.bundle_name
+        )
+    };
+    Ok(())
+}
+
+/// `--dry-run`: every step from validate on, as it would run.
+fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
+    let where_to = |tag: &str, image: String| {
+        if plan.push {
+            format!("push to {image}")
+        } else {
+            format!("write {}:{tag}", plan.oci_layout.display())
+        }
+    };
+    let min = match &plan.min_level {
+        Some((min, setting)) => format!("fail below level {min} ({setting})"),
+        None => "no minimum level".into(),
+    };
+    summary.set("validate", StepStatus::Planned, "suite=operatorframework");
+    summary.set("audit", StepStatus::Planned, min);
+    summary.set("build-bundle", StepStatus::Planned, plan.bundle_image());
+    summary.set(
+        "push-bundle",
+        StepStatus::Planned,
+        where_to(&plan.bundle_tag, plan.bundle_image()),
+    );
+    let edit = if already {
+        format!(
+            "{} is already released with the same content: no change",
+            plan.bundle_name
+        )
+    } else if plan.catalog_dir.join(catalog_edit::TEMPLATE_FILE).is_file() {
+        format!(
+            "append {} to {} for {} and render it",
+            plan.bundle_image(),
+            plan.catalog_dir.join(catalog_edit::TEMPLATE_FILE).display(),
+            plan.channels.join(", ")
+        )
+    } else {
+        format!(
+            "make {} the head of {} in {}",
+            plan.bundle_name,
+            plan.channels.join(", "),
+            plan.catalog_dir.display()
+        )
+    };
+    summary.set("catalog-add", StepStatus::Planned, edit);
+    summary.set(
+        "validate-catalog",
+        StepStatus::Planned,
+        plan.catalog_dir.display().to_string(),
+    );
+    summary.set(
+        "build-catalog",
+        StepStatus::Planned,
+        plan.catalog_image.clone(),
+    );
+    summary.set(
+        "push-catalog",
+        StepStatus::Planned,
+        where_to(&plan.catalog_tag, plan.catalog_image.clone()),
+    );
+    summary.changed = !already;
+    summary.message = if already {
+        format!(
+            "dry run: {} is already released with the same content; nothing would change (nothing written)",
+            plan.bundle_name
+        )
+    } else {
+        format!(
+            "dry run: would release {} (nothing written)",
+            plan.bundle_name
+        )
+    };
+}
+
+/// Writes both images into the OCI layout, then the catalog files; if the catalog cannot be
+/// written, the layout is put back as it was.
+fn publish_to_layout(
+    plan: &Plan,
+    summary: &mut Summary,
+    bundle: &BuiltImage,
+    catalog: &BuiltImage,
+    staged: Option<&StagedCatalog>,
+) -> Result<(), ReleaseError> {
+    let layout = &plan.oci_layout;
+    let before = LayoutSnapshot::take(layout);
+    let written = (|| -> std::io::Result<[bool; 2]> {
+        let mut wrote = [false; 2];
+        for (i, (tag, image)) in [(&plan.bundle_tag, bundle), (&plan.catalog_tag, catalog)]
+            .into_iter()
+            .enumerate()
+        {
+            if image::layout_digest(layout, tag).as_deref() != Some(image.digest().as_str()) {
+                image::write_layout(layout, tag, image)?;
+                wrote[i] = true;
+            }
+        }
+        Ok(wrote)
+    })();
+    let wrote = match written {
+        Ok(wrote) => wrote,
+        Err(error) => {
+            before.restore(layout);
+            return Err(ReleaseError::Write {
+                path: layout.clone(),
+                message: format!("writing the OCI layout (put back as it was): {error}"),
+            });
+        }
+    };
+    let status = |wrote: bool| {
+        if wrote {
+            StepStatus::Done
+        } else {
+            StepStatus::Unchanged
+        }
+    };
+    summary.set(
+        "push-bundle",
+        status(wrote[0]),
+        format!("{}:{}", layout.display(), plan.bundle_tag),
+    );
+    if let Some(staged) = staged
+        && let Err(error) = commit_catalog(staged)
+    {
+        before.restore(layout);
+        return Err(error);
+    }
+    summary.set(
+        "push-catalog",
+        status(wrote[1]),
+        format!("{}:{}", layout.display(), plan.catalog_tag),
+    );
+    Ok(())
+}
+
+/// Pushes the bundle image, writes the catalog files, pushes the catalog image.
+fn publish_to_registries(
+    plan: &Plan,
+    summary: &mut Summary,
+    bundle: &BuiltImage,
+    catalog: &BuiltImage,
+    staged: Option<&StagedCatalog>,
+) -> Result<(), ReleaseError> {
+    let access = plan.registry.access().map_err(|e| ReleaseError::Push {
+        reference: plan.bundle_image(),
+        message: format!("reading the password from standard input: {e}"),
+    })?;
+    let push = |reference: &str, image: &BuiltImage| -> Result<String, String> {
+        let target = parse_reference(reference).map_err(|e| format!("{e:#}"))?;
+        let client = access.client(&target);
+        let runtime = crate::action::runtime().map_err(|e| e.to_string())?;
+        let digest = runtime
+            .block_on(client.push(&target, image))
+            .map_err(|e| format!("{e:#}"))?;
+        if digest != image.digest() {
+            return Err(format!(
+                "the registry reports {digest}, but the image built is {}",
+                image.digest()
+            ));
+        }
+        Ok(digest)
+    };
+    let bundle_reference = plan.bundle_image();
+    push(&bundle_reference, bundle).map_err(|message| ReleaseError::Push {
+        reference: bundle_reference.clone(),
+        message,
+    })?;
+    summary.set(
+        "push-bundle",
+        StepStatus::Done,
+        format!("{bundle_reference}@{}", bundle.digest()),
+    );
+    if let Some(staged) = staged {
+        commit_catalog(staged)?;
+    }
+    match push(&plan.catalog_image, catalog) {
+        Ok(digest) => {
+            summary.set(
+                "push-catalog",
+                StepStatus::Done,
+                format!("{}@{digest}", plan.catalog_image),
+            );
+            Ok(())
+        }
+        Err(message) => match staged {
+            Some(staged) => Err(ReleaseError::CatalogPushAfterCommit {
+                files: staged
+                    .files
+                    .iter()
+                    .map(|(p, _)| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                reference: plan.catalog_image.clone(),
+                message,
+                command: plan.command(),
+            }),
+            None => Err(ReleaseError::Push {
+                reference: plan.catalog_image.clone(),
+                message,
+            }),
+        },
+    }
+}
+
+/// Writes the staged catalog files into place, each atomically; if one fails, those already
+/// written get their old content back.
+fn commit_catalog(staged: &StagedCatalog) -> Result<(), ReleaseError> {
+    let mut written: Vec<(&Path, Option<Vec<u8>>)> = Vec::new();
+    for (path, content) in &staged.files {
+        let old = std::fs::read(path).ok();
+        let result = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| write_file_atomically(path, content.as_bytes()));
+        if let Err(error) = result {
+            for (done, old) in written.into_iter().rev() {
+                let _ = match old {
+                    Some(bytes) => write_file_atomically(done, &bytes),
+                    None => std::fs::remove_file(done),
+                };
+            }
+            return Err(ReleaseError::Write {
+                path: path.clone(),
+                message: format!("writing the catalog (put back as it was): {error}"),
+            });
+        }
+        written.push((path, old));
+    }
+    Ok(())
+}
+
+/// `createdAt` of the released bundle's CSV, from its `olm.bundle.object`.
+fn released_created_at(bundle: &crate::catalog::declcfg::Bundle) -> Option<String> {
+    bundle
+        .objects()
+        .iter()
+        .filter_map(|bytes| std::str::from_utf8(bytes).ok())
+        .filter(|text| text.contains("\"ClusterServiceVersion\""))
+        .find_map(created_at_of_csv)
+}
+
+/// What an OCI layout folder held before a release wrote to it: its index and its blob
+/// files, so that a failed release can remove what it added.
+struct LayoutSnapshot {
+    existed: bool,
+    index: Option<Vec<u8>>,
+    marker: Option<Vec<u8>>,
+    blobs: std::collections::BTreeSet<PathBuf>,
+}
+
+impl LayoutSnapshot {
+    fn take(layout: &Path) -> LayoutSnapshot {
+        LayoutSnapshot {
+            existed: layout.exists(),
+            index: std::fs::read(layout.join("index.json")).ok(),
+            marker: std::fs::read(layout.join("oci-layout")).ok(),
+            blobs: blob_files(layout),
+        }
+    }
+
+    /// Puts the layout back: the old index and marker, no new blobs.
+    fn restore(&self, layout: &Path) {
+        if !self.existed {
+            let _ = std::fs::remove_dir_all(layout);
+            return;
+        }
+        for blob in blob_files(layout).difference(&self.blobs) {
+            let _ = std::fs::remove_file(blob);
+        }
+        for (name, old) in [("index.json", &self.index), ("oci-layout", &self.marker)] {
+            let path = layout.join(name);
+            let _ = match old {
+                Some(bytes) => write_file_atomically(&path, bytes),
+                None => std::fs::remove_file(&path),
+            };
+        }
+    }
+}
+
+fn blob_files(layout: &Path) -> std::collections::BTreeSet<PathBuf> {
+    std::fs::read_dir(layout.join("blobs").join("sha256"))
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn image(content: &str) -> BuiltImage {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in ["manifests", "metadata"] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
+        std::fs::write(dir.path().join("manifests/file.yaml"), content).unwrap();
+        crate::image::build_bundle_image(dir.path(), &BTreeMap::new()).unwrap()
+    }
+
+    fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(folder) = stack.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    out.insert(path.clone(), std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_restored_layout_is_byte_for_byte_what_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = dir.path().join("oci");
+        image::write_layout(&layout, "v1", &image("one")).unwrap();
+        let before = files(&layout);
+        let snapshot = LayoutSnapshot::take(&layout);
+        image::write_layout(&layout, "v2", &image("two")).unwrap();
+        image::write_layout(&layout, "v1", &image("three")).unwrap();
+        assert_ne!(files(&layout), before);
+        snapshot.restore(&layout);
+        assert_eq!(files(&layout), before);
+
+        // A layout the release created is removed again.
+        let fresh = dir.path().join("new");
+        let snapshot = LayoutSnapshot::take(&fresh);
+        image::write_layout(&fresh, "v1", &image("one")).unwrap();
+        snapshot.restore(&fresh);
+        assert!(!fresh.exists());
+    }
+
+    #[test]
+    fn a_catalog_write_that_fails_halfway_puts_back_the_files_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = dir.path().join("catalog.json");
+        std::fs::write(&written, "old").unwrap();
+        // The second file's folder cannot be made: its parent is a file.
+        std::fs::write(dir.path().join("blocker"), "").unwrap();
+        let staged = StagedCatalog {
+            copy: tempfile::tempdir().unwrap(),
+            files: vec![
+                (written.clone(), "new".into()),
+                (dir.path().join("blocker/template.yaml"), "new".into()),
+            ],
+            heads: BTreeMap::new(),
+            how: String::new(),
+        };
+        let error = commit_catalog(&staged).unwrap_err();
+        assert!(
+            error.to_string().contains("blocker/template.yaml"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), "old");
+    }
+}

@@ -1,0 +1,233 @@
+//! The report of a release: what was published where, the channel heads, the assessed
+//! level and each step's status — as text for people or JSON for CI (`-o json`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Plan;
+
+/// The steps, in the order they run.
+pub const STEPS: [&str; 9] = [
+    "generate",
+    "validate",
+    "audit",
+    "build-bundle",
+    "push-bundle",
+    "catalog-add",
+    "validate-catalog",
+    "build-catalog",
+    "push-catalog",
+];
+
+/// How a step went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepStatus {
+    /// It ran and changed or published something.
+    Done,
+    /// It ran and found everything already as it should be.
+    Unchanged,
+    /// `--dry-run`: it would run.
+    Planned,
+    /// It failed; the release stopped here.
+    Failed,
+    /// An earlier step failed (or the release was refused) before it.
+    NotRun,
+}
+
+/// One step's line.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    /// Its name (one of [`STEPS`]).
+    pub name: &'static str,
+    /// How it went.
+    pub status: StepStatus,
+    /// What it did, or why it failed.
+    pub detail: String,
+}
+
+/// An image and where it went.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ImageSummary {
+    /// Its reference.
+    pub image: String,
+    /// Its manifest digest (empty until built).
+    pub digest: String,
+    /// Where it was written: `REF` when pushed, `LAYOUT:TAG` otherwise.
+    pub location: String,
+}
+
+/// The catalog after the release.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CatalogSummary {
+    /// The catalog folder.
+    pub dir: String,
+    /// The catalog image.
+    pub image: String,
+    /// Its manifest digest.
+    pub digest: String,
+    /// Where the image was written.
+    pub location: String,
+    /// Each channel of the package and its head.
+    pub channels: BTreeMap<String, String>,
+    /// The catalog files written (none when nothing changed).
+    pub files: Vec<String>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// The version released.
+    pub version: String,
+    /// The package.
+    pub package: String,
+    /// The bundle name, `<package>.v<version>`.
+    pub name: String,
+    /// Whether the catalog changed (false: already released with the same content).
+    pub changed: bool,
+    /// Whether this was `--dry-run`.
+    pub dry_run: bool,
+    /// Whether images went to registries (else the OCI layout).
+    pub pushed: bool,
+    /// The bundle image.
+    pub bundle: ImageSummary,
+    /// The catalog.
+    pub catalog: CatalogSummary,
+    /// The capability level the audit assessed (independently), once audited.
+    pub level: Option<u8>,
+    /// Its name.
+    pub level_name: Option<String>,
+    /// The minimum asked for.
+    pub min_level: Option<u8>,
+    /// Every step.
+    pub steps: Vec<Step>,
+    /// One line saying what happened.
+    pub message: String,
+    /// Why the release stopped, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Summary {
+    /// A summary with every step not run yet.
+    pub fn new(plan: &Plan) -> Summary {
+        let location = |tag: &str, image: String| {
+            if plan.push {
+                image
+            } else {
+                format!("{}:{tag}", plan.oci_layout.display())
+            }
+        };
+        Summary {
+            version: plan.version.clone(),
+            package: plan.package.clone(),
+            name: plan.bundle_name.clone(),
+            changed: false,
+            dry_run: plan.dry_run,
+            pushed: plan.push,
+            bundle: ImageSummary {
+                image: plan.bundle_image(),
+                digest: String::new(),
+                location: location(&plan.bundle_tag, plan.bundle_image()),
+            },
+            catalog: CatalogSummary {
+                dir: plan.catalog_dir.display().to_string(),
+                image: plan.catalog_image.clone(),
+                location: location(&plan.catalog_tag, plan.catalog_image.clone()),
+                ..CatalogSummary::default()
+            },
+            level: None,
+            level_name: None,
+            min_level: plan.min_level.as_ref().map(|(n, _)| *n),
+            steps: STEPS
+                .iter()
+                .map(|name| Step {
+                    name,
+                    status: StepStatus::NotRun,
+                    detail: String::new(),
+                })
+                .collect(),
+            message: String::new(),
+            error: None,
+        }
+    }
+
+    /// Records how step `name` went.
+    pub fn set(&mut self, name: &str, status: StepStatus, detail: impl Into<String>) {
+        if let Some(step) = self.steps.iter_mut().find(|s| s.name == name) {
+            step.status = status;
+            step.detail = detail.into();
+        }
+    }
+
+    /// The first step not run yet, for marking where a failure happened.
+    pub fn next_step(&self) -> Option<&'static str> {
+        self.steps
+            .iter()
+            .find(|s| s.status == StepStatus::NotRun)
+            .map(|s| s.name)
+    }
+
+    /// The JSON report.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    /// The text report.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.message);
+        let image = |i: &ImageSummary| {
+            if i.digest.is_empty() {
+                i.image.clone()
+            } else {
+                let written = if i.location == i.image {
+                    "pushed".to_string()
+                } else {
+                    i.location.clone()
+                };
+                format!("{}@{} ({written})", i.image, i.digest)
+            }
+        };
+        let _ = writeln!(out, "bundle    {}", image(&self.bundle));
+        let catalog = ImageSummary {
+            image: self.catalog.image.clone(),
+            digest: self.catalog.digest.clone(),
+            location: self.catalog.location.clone(),
+        };
+        let _ = writeln!(out, "catalog   {}", image(&catalog));
+        if !self.catalog.channels.is_empty() {
+            let heads: Vec<String> = self
+                .catalog
+                .channels
+                .iter()
+                .map(|(c, h)| format!("{c} -> {h}"))
+                .collect();
+            let _ = writeln!(out, "channels  {}", heads.join(", "));
+        }
+        if let Some(level) = self.level {
+            let name = self.level_name.as_deref().unwrap_or("none");
+            let min = match self.min_level {
+                Some(min) => format!(", minimum {min}"),
+                None => String::new(),
+            };
+            let _ = writeln!(out, "level     {level} ({name}){min}");
+        }
+        let steps: Vec<String> = self
+            .steps
+            .iter()
+            .map(|s| {
+                let status = serde_json::to_value(s.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!("{} {status}", s.name)
+            })
+            .collect();
+        let _ = writeln!(out, "steps     {}", steps.join(", "));
+        out
+    }
+}
