@@ -495,6 +495,17 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
         "--push writes no layout"
     );
 
+    // The released entries' skipRange is part of the release too.
+    let mut args = push_args("0.3.0", &catalog_image);
+    args.extend(["--skip-range".to_string(), "<0.3.0".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, stderr) =
+        failure(&repo.release_with(&args, Some(SOURCE_DATE_EPOCH), "release-secret\n"));
+    assert!(
+        stderr.contains("skipRange in candidate-v0: the catalog has \"\", this release \"<0.3.0\""),
+        "{stderr}"
+    );
+
     // 0.4.0 with the catalog's registry down: the bundle is pushed and the catalog updated,
     // and the error gives the command to re-run, which finishes once the registry is up.
     let port = e2e::free_port().unwrap();

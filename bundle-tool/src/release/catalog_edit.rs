@@ -36,16 +36,20 @@ pub fn released_bundle(catalog: &Path, name: &str) -> Result<Option<Bundle>, Rel
     Ok(config.bundles.into_iter().find(|b| b.name == name))
 }
 
-/// The catalog's channels of `package` that contain `name`.
-pub fn channels_with(catalog: &Path, package: &str, name: &str) -> Vec<String> {
+/// The catalog's channels of `package` that contain `name`, each with that entry's
+/// `skipRange`.
+pub fn channels_with(catalog: &Path, package: &str, name: &str) -> Vec<(String, String)> {
     let Ok(config) = load_dir(catalog) else {
         return Vec::new();
     };
     config
         .channels
         .iter()
-        .filter(|c| c.package == package && c.entries.iter().any(|e| e.name == name))
-        .map(|c| c.name.clone())
+        .filter(|c| c.package == package)
+        .filter_map(|c| {
+            let entry = c.entries.iter().find(|e| e.name == name)?;
+            Some((c.name.clone(), entry.skip_range.clone()))
+        })
         .collect()
 }
 

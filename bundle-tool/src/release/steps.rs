@@ -95,6 +95,23 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             }
             let present =
                 catalog_edit::channels_with(&plan.catalog_dir, &plan.package, &plan.bundle_name);
+            // The entries' skipRange is part of the release as well as the bundle.
+            let skip_range = plan.skip_range.clone().unwrap_or_default();
+            let ranges: Vec<String> = present
+                .iter()
+                .filter(|(channel, range)| plan.channels.contains(channel) && *range != skip_range)
+                .map(|(channel, range)| {
+                    format!("skipRange in {channel}: the catalog has {range:?}, this release {skip_range:?}")
+                })
+                .collect();
+            if !ranges.is_empty() {
+                return Err(ReleaseError::Immutable {
+                    name: plan.bundle_name.clone(),
+                    catalog: plan.catalog_dir.clone(),
+                    differences: ranges,
+                });
+            }
+            let present: Vec<String> = present.into_iter().map(|(channel, _)| channel).collect();
             let missing: Vec<&String> = plan
                 .channels
                 .iter()
