@@ -243,18 +243,17 @@ impl Checkout {
             e2e::copy_dir(&root.join(folder), &dir.path().join(folder))?;
         }
         // The released versions go in again, one release at a time: the rendered catalog goes,
-        // and the template keeps its settings with no bundle in any archetype yet.
+        // and the template keeps its settings but lists no bundle yet (its archetype lists
+        // are the last part of the file).
         std::fs::remove_file(dir.path().join("catalog/redis-operator/catalog.json"))?;
         let template_path = dir.path().join("catalog/template.yaml");
-        let mut template: Value =
-            serde_saphyr::from_str(&std::fs::read_to_string(&template_path)?)?;
-        for archetype in ["candidate", "fast", "stable"] {
-            if template.get(archetype).is_some() {
-                template[archetype]["bundles"] = json!([]);
-            }
-        }
-        // JSON is YAML: the template reader takes it as written.
-        std::fs::write(&template_path, serde_json::to_string_pretty(&template)?)?;
+        let template = std::fs::read_to_string(&template_path)?;
+        let settings = template
+            .split("\ncandidate:")
+            .next()
+            .filter(|head| head.len() < template.len())
+            .context("catalog/template.yaml has no candidate list")?;
+        std::fs::write(&template_path, format!("{settings}\n"))?;
         Ok(Checkout { dir })
     }
 

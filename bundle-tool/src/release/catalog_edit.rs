@@ -164,13 +164,20 @@ fn edit_template(
     for known in &package.bundles {
         sources.add_rendered(known.clone());
     }
-    let before = semver::render(&template, &sources)
-        .map_err(|e| format!("rendering the template from the catalog's own bundles: {e}"))?;
-    if CatalogFormat::Json.write(&before) != CatalogFormat::Json.write(package) {
-        return Err(format!(
-            "the catalog's {} package is not what this template renders (edited by hand?); re-render it with `bundle-tool catalog template` first",
-            plan.package
-        ));
+    // A first release: a template with no bundle yet renders nothing to compare with.
+    let first_release = package.bundles.is_empty()
+        && ["candidate", "fast", "stable"]
+            .iter()
+            .all(|archetype| template.images(archetype).is_empty());
+    if !first_release {
+        let before = semver::render(&template, &sources)
+            .map_err(|e| format!("rendering the template from the catalog's own bundles: {e}"))?;
+        if CatalogFormat::Json.write(&before) != CatalogFormat::Json.write(package) {
+            return Err(format!(
+                "the catalog's {} package is not what this template renders (edited by hand?); re-render it with `bundle-tool catalog template` first",
+                plan.package
+            ));
+        }
     }
     let image = bundle.image.clone();
     let mut edited = text.to_string();
