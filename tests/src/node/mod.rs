@@ -299,6 +299,21 @@ impl RealNode {
         cgroups::memory_usage(&format!("{}/kubepods", self.cgroup_root))
     }
 
+    /// Memory in use by one pod (its cgroup below `kubepods`, whatever its QoS class), in
+    /// bytes: its processes' memory and the page cache they brought in.
+    pub fn pod_memory(&self, uid: &str) -> anyhow::Result<u64> {
+        for class in ["burstable/", "besteffort/", ""] {
+            let path = format!("{}/kubepods/{class}pod{uid}", self.cgroup_root);
+            if let Ok(bytes) = cgroups::memory_usage(&path) {
+                return Ok(bytes);
+            }
+        }
+        bail!(
+            "no cgroup for pod {uid} below {}/kubepods",
+            self.cgroup_root
+        )
+    }
+
     /// How long the node took to start (images, containerd, kubelet, kube-proxy, CoreDNS).
     pub fn started_in(&self) -> Duration {
         self.started_in
