@@ -119,3 +119,75 @@ fn folder_entries(dir: &Path, prefix: &str, out: &mut Vec<RootfsEntry>) -> io::R
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small stand-in for the server: any executable file will do for the image's layout.
+    fn server() -> PathBuf {
+        PathBuf::from("/bin/busybox")
+            .canonicalize()
+            .or_else(|_| std::env::current_exe())
+            .expect("an executable")
+    }
+
+    fn catalog() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/catalog.json"), b"{}\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_same_catalog_and_server_give_the_same_digest() {
+        let (dir, server) = (catalog(), server());
+        let first = build_runnable_catalog_image(dir.path(), &server).unwrap();
+        let second = build_runnable_catalog_image(dir.path(), &server).unwrap();
+        assert_eq!(first.image.digest(), second.image.digest());
+        std::fs::write(dir.path().join("pkg/catalog.json"), b"{\"a\":1}\n").unwrap();
+        let changed = build_runnable_catalog_image(dir.path(), &server).unwrap();
+        assert_ne!(first.image.digest(), changed.image.digest());
+    }
+
+    #[test]
+    fn the_image_runs_the_server_as_olm_expects() {
+        let dir = catalog();
+        let built = build_runnable_catalog_image(dir.path(), &server()).unwrap();
+        let config: serde_json::Value = serde_json::from_slice(&built.image.config).unwrap();
+        let runtime = &config["config"];
+        assert_eq!(runtime["Entrypoint"], serde_json::json!([SERVER_PATH]));
+        assert_eq!(
+            runtime["Cmd"],
+            serde_json::json!([
+                "serve",
+                "/configs",
+                "--address",
+                "0.0.0.0",
+                "--port",
+                "50051"
+            ])
+        );
+        assert_eq!(runtime["User"], CATALOG_USER);
+        assert_eq!(runtime["Labels"][CATALOG_CONFIGS_LABEL], "/configs");
+        let tar = flate2::read::GzDecoder::new(&built.image.layer[..]);
+        let mut archive = tar::Archive::new(tar);
+        let mut seen = BTreeMap::new();
+        for entry in archive.entries().unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path().unwrap().to_string_lossy().into_owned();
+            let link = entry
+                .link_name()
+                .unwrap()
+                .map(|l| l.to_string_lossy().into_owned());
+            seen.insert(path, (entry.header().mode().unwrap(), link));
+        }
+        assert_eq!(
+            seen["usr/bin/grpc_health_probe"].1.as_deref(),
+            Some("bundle-tool")
+        );
+        assert_eq!(seen["usr/bin/bundle-tool"].0, 0o755);
+        assert_eq!(seen["tmp/"].0, 0o1777);
+        assert_eq!(seen["configs/pkg/catalog.json"].0, 0o644);
+    }
+}
