@@ -765,23 +765,9 @@ fn conversion_webhooks(
             "conversionCRDs": crd_names,
         });
         if let Some(target) = service_port.and_then(|p| p.get("targetPort")) {
-            // A named targetPort means the container port of that name.
-            let resolved = match target {
-                Value::String(name) => deployments
-                    .iter()
-                    .flat_map(|d| {
-                        d.document.value["spec"]["template"]["spec"]["containers"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .flat_map(|c| c["ports"].as_array().cloned().unwrap_or_default())
-                    .find(|p| text(p, "/name") == name)
-                    .and_then(|p| p.get("containerPort").cloned())
-                    .unwrap_or_else(|| target.clone()),
-                other => other.clone(),
-            };
-            definition["targetPort"] = resolved;
+            // Kept as the Service says, a port name included, as operator-sdk does: OLM puts
+            // it in the Service it makes for the webhook, which resolves a name itself.
+            definition["targetPort"] = target.clone();
         }
         if !path.is_empty() {
             definition["webhookPath"] = json!(path);
