@@ -668,17 +668,24 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
         names.insert(unique.clone());
         seen.insert(image.to_string(), unique);
     };
-    for deployment in deployments {
-        let pod = &deployment.document.value["spec"]["template"]["spec"];
-        for list in ["initContainers", "containers"] {
-            for container in pod[list].as_array().into_iter().flatten() {
-                add(
-                    text(container, "/name").to_string(),
-                    text(container, "/image"),
-                );
-                for env in container["env"].as_array().into_iter().flatten() {
-                    if let Some(suffix) = text(env, "/name").strip_prefix("RELATED_IMAGE_") {
-                        add(suffix.to_lowercase().replace('_', "-"), text(env, "/value"));
+    // `RELATED_IMAGE_*` values first: an image that is also a container's keeps the name its
+    // variable gives it, as in operator-sdk's list.
+    for env_pass in [true, false] {
+        for deployment in deployments {
+            let pod = &deployment.document.value["spec"]["template"]["spec"];
+            for list in ["initContainers", "containers"] {
+                for container in pod[list].as_array().into_iter().flatten() {
+                    if !env_pass {
+                        add(
+                            text(container, "/name").to_string(),
+                            text(container, "/image"),
+                        );
+                        continue;
+                    }
+                    for env in container["env"].as_array().into_iter().flatten() {
+                        if let Some(suffix) = text(env, "/name").strip_prefix("RELATED_IMAGE_") {
+                            add(suffix.to_lowercase().replace('_', "-"), text(env, "/value"));
+                        }
                     }
                 }
             }
