@@ -699,10 +699,12 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
     images
 }
 
-/// A conversion webhook endpoint: Service name, port, path.
-type WebhookEndpoint = (String, i64, String);
+/// A conversion webhook of one CRD: the CRD's name, then its endpoint (Service name, port,
+/// path). One definition per CRD, as operator-sdk writes them: a definition's generateName
+/// is made of its CRDs' plurals and would outgrow a name's length with many CRDs.
+type WebhookEndpoint = (String, String, i64, String);
 
-/// The CRDs one endpoint converts: names, plurals, and the ConversionReview versions.
+/// The CRDs one webhook definition converts: names, plurals, and the ConversionReview versions.
 #[derive(Default)]
 struct ConvertedCrds(Vec<String>, Vec<String>, Vec<Value>);
 
@@ -712,7 +714,7 @@ fn conversion_webhooks(
     objects: &[KubeObject],
     deployments: &[&KubeObject],
 ) -> Vec<Value> {
-    // (service, port, path) → CRD names, plural names, review versions
+    // (CRD, service, port, path) → CRD names, plural names, review versions
     let mut groups: BTreeMap<WebhookEndpoint, ConvertedCrds> = BTreeMap::new();
     for crd in crds {
         let value = &crd.document.value;
@@ -729,7 +731,10 @@ fn conversion_webhooks(
             .and_then(Value::as_i64)
             .unwrap_or(443);
         let path = text(webhook, "/clientConfig/service/path").to_string();
-        let entry = groups.entry((service.to_string(), port, path)).or_default();
+        let crd_name = text(value, "/metadata/name").to_string();
+        let entry = groups
+            .entry((crd_name, service.to_string(), port, path))
+            .or_default();
         entry.0.push(text(value, "/metadata/name").to_string());
         entry.1.push(text(value, "/spec/names/plural").to_string());
         entry.2 = webhook["conversionReviewVersions"]
@@ -738,7 +743,7 @@ fn conversion_webhooks(
             .unwrap_or_default();
     }
     let mut definitions = Vec::new();
-    for ((service_name, port, path), ConvertedCrds(crd_names, plurals, versions)) in groups {
+    for ((_, service_name, port, path), ConvertedCrds(crd_names, plurals, versions)) in groups {
         let Some(service) = objects
             .iter()
             .find(|o| o.id.kind == "Service" && o.id.name == service_name)
