@@ -130,6 +130,7 @@ pub fn generate(
         .iter()
         .map(|d| {
             let mut entry = json!({"name": d.id.name, "spec": d.document.value["spec"].clone()});
+            watch_olm_target_namespaces(&mut entry["spec"]);
             if let Some(labels) = d.document.value.pointer("/metadata/labels") {
                 entry["label"] = labels.clone();
             }
@@ -697,6 +698,26 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
         .collect();
     images.sort_by(|a, b| text(a, "/name").cmp(text(b, "/name")));
     images
+}
+
+/// A container's `WATCH_NAMESPACE` becomes the namespaces of the OperatorGroup OLM installs
+/// into (the CSV annotation OLM sets), as operator-sdk writes it: whatever value it had
+/// outside OLM, under OLM the operator must watch what its install mode says.
+fn watch_olm_target_namespaces(deployment_spec: &mut Value) {
+    let containers = deployment_spec
+        .pointer_mut("/template/spec/containers")
+        .and_then(Value::as_array_mut);
+    for container in containers.into_iter().flatten() {
+        let env = container.get_mut("env").and_then(Value::as_array_mut);
+        for variable in env.into_iter().flatten() {
+            if variable["name"] == "WATCH_NAMESPACE" {
+                *variable = json!({
+                    "name": "WATCH_NAMESPACE",
+                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}},
+                });
+            }
+        }
+    }
 }
 
 /// A conversion webhook of one CRD: the CRD's name, then its endpoint (Service name, port,
