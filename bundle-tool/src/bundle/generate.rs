@@ -999,6 +999,71 @@ metadata: {name: sys}
         ));
     }
 
+    /// What operator-sdk generate bundle writes too (tests/tests/generate_conformance.rs).
+    #[test]
+    fn watch_namespace_image_names_and_webhooks_follow_operator_sdk() {
+        let crd = |plural: &str| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {plural}.example.com}}\nspec:\n  group: example.com\n  names: {{kind: K{plural}, plural: {plural}}}\n  versions: [{{name: v1, served: true, storage: true}}]\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {{service: {{name: demo-webhook, namespace: sys, path: /convert, port: 443}}}}\n"
+            )
+        };
+        let manifests = format!(
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: demo, namespace: sys}}
+spec:
+  selector: {{matchLabels: {{app: demo}}}}
+  template:
+    metadata: {{labels: {{app: demo}}}}
+    spec:
+      serviceAccountName: demo
+      containers:
+      - name: manager
+        image: example.com/demo:1
+        ports: [{{name: webhook, containerPort: 9443}}]
+        env:
+        - {{name: WATCH_NAMESPACE, value: ""}}
+        - {{name: RELATED_IMAGE_DEMO_OPERATOR, value: "example.com/demo:1"}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: demo-webhook, namespace: sys}}
+spec: {{selector: {{app: demo}}, ports: [{{port: 443, targetPort: webhook}}]}}
+---
+{}---
+{}"#,
+            crd("as"),
+            crd("bs")
+        );
+        let bundle = generate(
+            &config(),
+            &objects(&manifests),
+            &[],
+            None,
+            "2026-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let csv = csv(&bundle);
+        let container = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+            ["containers"][0];
+        assert_eq!(
+            container["env"][0],
+            json!({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}}})
+        );
+        assert_eq!(
+            csv["spec"]["relatedImages"],
+            json!([{"name": "demo-operator", "image": "example.com/demo:1"}])
+        );
+        let webhooks = csv["spec"]["webhookdefinitions"].as_array().unwrap();
+        let names: Vec<&str> = webhooks
+            .iter()
+            .map(|w| w["generateName"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cas.kb.io", "cbs.kb.io"]);
+        assert_eq!(webhooks[0]["conversionCRDs"], json!(["as.example.com"]));
+        assert_eq!(webhooks[0]["targetPort"], "webhook");
+    }
+
     #[test]
     fn camel_case_becomes_words() {
         assert_eq!(split_camel("readyReplicas"), "Ready Replicas");
