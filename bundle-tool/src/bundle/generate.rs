@@ -160,6 +160,7 @@ pub fn generate(
 
     let related_images = related_images(&deployments);
     let webhooks = conversion_webhooks(&crds, objects, &deployments);
+    let admission = admission_webhooks(objects, &deployments, &mut consumed);
 
     let mut files = extra_manifests(
         objects,
@@ -230,8 +231,9 @@ pub fn generate(
     if !related_images.is_empty() {
         put(&mut spec, "relatedImages", json!(related_images));
     }
-    if !webhooks.is_empty() {
-        put(&mut spec, "webhookdefinitions", json!(webhooks));
+    if !webhooks.is_empty() || !admission.is_empty() {
+        let definitions: Vec<&Value> = webhooks.iter().chain(&admission).collect();
+        put(&mut spec, "webhookdefinitions", json!(definitions));
     }
     let csv = json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
@@ -720,6 +722,103 @@ fn watch_olm_target_namespaces(deployment_spec: &mut Value) {
     }
 }
 
+/// The kinds of admission webhook configuration, and the `webhookdefinitions` type of each.
+const ADMISSION_CONFIGURATIONS: [(&str, &str); 2] = [
+    (
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionWebhook",
+    ),
+    ("MutatingWebhookConfiguration", "MutatingAdmissionWebhook"),
+];
+
+/// `webhookdefinitions` entries for the admission webhooks of Validating- and
+/// MutatingWebhookConfigurations that call a Service in front of one of the Deployments, as
+/// operator-sdk folds them; OLM makes the configurations, with their certificates, from the
+/// CSV. A configuration is consumed when all its webhooks fold; one calling a URL or a Service
+/// not in the manifests stays, and is warned of as a kind a bundle cannot carry.
+fn admission_webhooks(
+    objects: &[KubeObject],
+    deployments: &[&KubeObject],
+    consumed: &mut BTreeSet<usize>,
+) -> Vec<Value> {
+    let mut definitions = Vec::new();
+    for (index, configuration) in objects.iter().enumerate() {
+        let Some((_, webhook_type)) = ADMISSION_CONFIGURATIONS
+            .iter()
+            .find(|(kind, _)| configuration.id.kind == *kind)
+        else {
+            continue;
+        };
+        if configuration.group() != "admissionregistration.k8s.io" {
+            continue;
+        }
+        let mut folded = Vec::new();
+        let webhooks = configuration.document.value["webhooks"].as_array();
+        for webhook in webhooks.into_iter().flatten() {
+            let service_name = text(webhook, "/clientConfig/service/name");
+            let Some(service) = objects
+                .iter()
+                .find(|o| o.id.kind == "Service" && o.id.name == service_name)
+            else {
+                continue;
+            };
+            let selector = service.document.value["spec"]["selector"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let Some(deployment) = deployments.iter().find(|d| {
+                let labels = &d.document.value["spec"]["template"]["metadata"]["labels"];
+                !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            }) else {
+                continue;
+            };
+            let port = webhook
+                .pointer("/clientConfig/service/port")
+                .and_then(Value::as_i64)
+                .unwrap_or(443);
+            let mut definition = json!({
+                "type": webhook_type,
+                "generateName": text(webhook, "/name"),
+                "deploymentName": deployment.id.name,
+                "containerPort": port,
+            });
+            for field in [
+                "admissionReviewVersions",
+                "sideEffects",
+                "failurePolicy",
+                "matchPolicy",
+                "objectSelector",
+                "rules",
+                "timeoutSeconds",
+                "reinvocationPolicy",
+            ] {
+                if let Some(value) = webhook.get(field) {
+                    definition[field] = value.clone();
+                }
+            }
+            let target = service.document.value["spec"]["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["port"].as_i64() == Some(port))
+                .and_then(|p| p.get("targetPort"));
+            if let Some(target) = target {
+                definition["targetPort"] = target.clone();
+            }
+            if let Some(path) = webhook.pointer("/clientConfig/service/path") {
+                definition["webhookPath"] = path.clone();
+            }
+            folded.push(definition);
+        }
+        if folded.len() == webhooks.map_or(0, Vec::len) {
+            consumed.insert(index);
+        }
+        definitions.extend(folded);
+    }
+    definitions.sort_by(|a, b| text(a, "/generateName").cmp(text(b, "/generateName")));
+    definitions
+}
+
 /// A conversion webhook of one CRD: the CRD's name, then its endpoint (Service name, port,
 /// path). One definition per CRD, as operator-sdk writes them: a definition's generateName
 /// is made of its CRDs' plurals and would outgrow a name's length with many CRDs.
@@ -1062,6 +1161,67 @@ spec: {{selector: {{app: demo}}, ports: [{{port: 443, targetPort: webhook}}]}}
         assert_eq!(names, ["cas.kb.io", "cbs.kb.io"]);
         assert_eq!(webhooks[0]["conversionCRDs"], json!(["as.example.com"]));
         assert_eq!(webhooks[0]["targetPort"], "webhook");
+    }
+
+    #[test]
+    fn admission_webhooks_fold_into_webhook_definitions() {
+        let manifests = format!(
+            "{MANIFESTS}---\n{}",
+            r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: demo-validating}
+webhooks:
+- name: vdemo.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  clientConfig: {service: {name: demo-metrics, namespace: sys, path: /validate, port: 8080}}
+  rules: [{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [demos]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: demo-by-url}
+webhooks:
+- name: mdemo.example.com
+  clientConfig: {url: "https://example.com/mutate"}
+"#
+        );
+        let bundle = generate(
+            &config(),
+            &objects(&manifests),
+            &[],
+            None,
+            "2026-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let csv = csv(&bundle);
+        assert_eq!(
+            csv["spec"]["webhookdefinitions"],
+            json!([{
+                "type": "ValidatingAdmissionWebhook",
+                "generateName": "vdemo.example.com",
+                "deploymentName": "demo",
+                "containerPort": 8080,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["demos"]}],
+                "webhookPath": "/validate",
+            }])
+        );
+        // The one calling a URL cannot be folded: it stays out of the bundle, with a warning.
+        assert!(
+            bundle
+                .warnings
+                .iter()
+                .any(|w| w.0.contains("MutatingWebhookConfiguration demo-by-url"))
+        );
+        assert!(
+            !bundle
+                .warnings
+                .iter()
+                .any(|w| w.0.contains("demo-validating"))
+        );
     }
 
     #[test]
