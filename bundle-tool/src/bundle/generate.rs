@@ -130,6 +130,7 @@ pub fn generate(
         .iter()
         .map(|d| {
             let mut entry = json!({"name": d.id.name, "spec": d.document.value["spec"].clone()});
+            watch_olm_target_namespaces(&mut entry["spec"]);
             if let Some(labels) = d.document.value.pointer("/metadata/labels") {
                 entry["label"] = labels.clone();
             }
@@ -159,6 +160,7 @@ pub fn generate(
 
     let related_images = related_images(&deployments);
     let webhooks = conversion_webhooks(&crds, objects, &deployments);
+    let admission = admission_webhooks(objects, &deployments, &mut consumed);
 
     let mut files = extra_manifests(
         objects,
@@ -229,8 +231,9 @@ pub fn generate(
     if !related_images.is_empty() {
         put(&mut spec, "relatedImages", json!(related_images));
     }
-    if !webhooks.is_empty() {
-        put(&mut spec, "webhookdefinitions", json!(webhooks));
+    if !webhooks.is_empty() || !admission.is_empty() {
+        let definitions: Vec<&Value> = webhooks.iter().chain(&admission).collect();
+        put(&mut spec, "webhookdefinitions", json!(definitions));
     }
     let csv = json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
@@ -668,17 +671,24 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
         names.insert(unique.clone());
         seen.insert(image.to_string(), unique);
     };
-    for deployment in deployments {
-        let pod = &deployment.document.value["spec"]["template"]["spec"];
-        for list in ["initContainers", "containers"] {
-            for container in pod[list].as_array().into_iter().flatten() {
-                add(
-                    text(container, "/name").to_string(),
-                    text(container, "/image"),
-                );
-                for env in container["env"].as_array().into_iter().flatten() {
-                    if let Some(suffix) = text(env, "/name").strip_prefix("RELATED_IMAGE_") {
-                        add(suffix.to_lowercase().replace('_', "-"), text(env, "/value"));
+    // `RELATED_IMAGE_*` values first: an image that is also a container's keeps the name its
+    // variable gives it, as in operator-sdk's list.
+    for env_pass in [true, false] {
+        for deployment in deployments {
+            let pod = &deployment.document.value["spec"]["template"]["spec"];
+            for list in ["initContainers", "containers"] {
+                for container in pod[list].as_array().into_iter().flatten() {
+                    if !env_pass {
+                        add(
+                            text(container, "/name").to_string(),
+                            text(container, "/image"),
+                        );
+                        continue;
+                    }
+                    for env in container["env"].as_array().into_iter().flatten() {
+                        if let Some(suffix) = text(env, "/name").strip_prefix("RELATED_IMAGE_") {
+                            add(suffix.to_lowercase().replace('_', "-"), text(env, "/value"));
+                        }
                     }
                 }
             }
@@ -692,10 +702,129 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
     images
 }
 
-/// A conversion webhook endpoint: Service name, port, path.
-type WebhookEndpoint = (String, i64, String);
+/// A container's `WATCH_NAMESPACE` becomes the namespaces of the OperatorGroup OLM installs
+/// into (the CSV annotation OLM sets), as operator-sdk writes it: whatever value it had
+/// outside OLM, under OLM the operator must watch what its install mode says.
+fn watch_olm_target_namespaces(deployment_spec: &mut Value) {
+    let containers = deployment_spec
+        .pointer_mut("/template/spec/containers")
+        .and_then(Value::as_array_mut);
+    for container in containers.into_iter().flatten() {
+        let env = container.get_mut("env").and_then(Value::as_array_mut);
+        for variable in env.into_iter().flatten() {
+            if variable["name"] == "WATCH_NAMESPACE" {
+                *variable = json!({
+                    "name": "WATCH_NAMESPACE",
+                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}},
+                });
+            }
+        }
+    }
+}
 
-/// The CRDs one endpoint converts: names, plurals, and the ConversionReview versions.
+/// The kinds of admission webhook configuration, and the `webhookdefinitions` type of each.
+const ADMISSION_CONFIGURATIONS: [(&str, &str); 2] = [
+    (
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionWebhook",
+    ),
+    ("MutatingWebhookConfiguration", "MutatingAdmissionWebhook"),
+];
+
+/// `webhookdefinitions` entries for the admission webhooks of Validating- and
+/// MutatingWebhookConfigurations that call a Service in front of one of the Deployments, as
+/// operator-sdk folds them; OLM makes the configurations, with their certificates, from the
+/// CSV. A configuration is consumed when all its webhooks fold; one calling a URL or a Service
+/// not in the manifests stays, and is warned of as a kind a bundle cannot carry.
+fn admission_webhooks(
+    objects: &[KubeObject],
+    deployments: &[&KubeObject],
+    consumed: &mut BTreeSet<usize>,
+) -> Vec<Value> {
+    let mut definitions = Vec::new();
+    for (index, configuration) in objects.iter().enumerate() {
+        let Some((_, webhook_type)) = ADMISSION_CONFIGURATIONS
+            .iter()
+            .find(|(kind, _)| configuration.id.kind == *kind)
+        else {
+            continue;
+        };
+        if configuration.group() != "admissionregistration.k8s.io" {
+            continue;
+        }
+        let mut folded = Vec::new();
+        let webhooks = configuration.document.value["webhooks"].as_array();
+        for webhook in webhooks.into_iter().flatten() {
+            let service_name = text(webhook, "/clientConfig/service/name");
+            let Some(service) = objects
+                .iter()
+                .find(|o| o.id.kind == "Service" && o.id.name == service_name)
+            else {
+                continue;
+            };
+            let selector = service.document.value["spec"]["selector"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let Some(deployment) = deployments.iter().find(|d| {
+                let labels = &d.document.value["spec"]["template"]["metadata"]["labels"];
+                !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            }) else {
+                continue;
+            };
+            let port = webhook
+                .pointer("/clientConfig/service/port")
+                .and_then(Value::as_i64)
+                .unwrap_or(443);
+            let mut definition = json!({
+                "type": webhook_type,
+                "generateName": text(webhook, "/name"),
+                "deploymentName": deployment.id.name,
+                "containerPort": port,
+            });
+            for field in [
+                "admissionReviewVersions",
+                "sideEffects",
+                "failurePolicy",
+                "matchPolicy",
+                "objectSelector",
+                "rules",
+                "timeoutSeconds",
+                "reinvocationPolicy",
+            ] {
+                if let Some(value) = webhook.get(field) {
+                    definition[field] = value.clone();
+                }
+            }
+            let target = service.document.value["spec"]["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["port"].as_i64() == Some(port))
+                .and_then(|p| p.get("targetPort"));
+            if let Some(target) = target {
+                definition["targetPort"] = target.clone();
+            }
+            if let Some(path) = webhook.pointer("/clientConfig/service/path") {
+                definition["webhookPath"] = path.clone();
+            }
+            folded.push(definition);
+        }
+        if folded.len() == webhooks.map_or(0, Vec::len) {
+            consumed.insert(index);
+        }
+        definitions.extend(folded);
+    }
+    definitions.sort_by(|a, b| text(a, "/generateName").cmp(text(b, "/generateName")));
+    definitions
+}
+
+/// A conversion webhook of one CRD: the CRD's name, then its endpoint (Service name, port,
+/// path). One definition per CRD, as operator-sdk writes them: a definition's generateName
+/// is made of its CRDs' plurals and would outgrow a name's length with many CRDs.
+type WebhookEndpoint = (String, String, i64, String);
+
+/// The CRDs one webhook definition converts: names, plurals, and the ConversionReview versions.
 #[derive(Default)]
 struct ConvertedCrds(Vec<String>, Vec<String>, Vec<Value>);
 
@@ -705,7 +834,7 @@ fn conversion_webhooks(
     objects: &[KubeObject],
     deployments: &[&KubeObject],
 ) -> Vec<Value> {
-    // (service, port, path) → CRD names, plural names, review versions
+    // (CRD, service, port, path) → CRD names, plural names, review versions
     let mut groups: BTreeMap<WebhookEndpoint, ConvertedCrds> = BTreeMap::new();
     for crd in crds {
         let value = &crd.document.value;
@@ -722,7 +851,10 @@ fn conversion_webhooks(
             .and_then(Value::as_i64)
             .unwrap_or(443);
         let path = text(webhook, "/clientConfig/service/path").to_string();
-        let entry = groups.entry((service.to_string(), port, path)).or_default();
+        let crd_name = text(value, "/metadata/name").to_string();
+        let entry = groups
+            .entry((crd_name, service.to_string(), port, path))
+            .or_default();
         entry.0.push(text(value, "/metadata/name").to_string());
         entry.1.push(text(value, "/spec/names/plural").to_string());
         entry.2 = webhook["conversionReviewVersions"]
@@ -731,7 +863,7 @@ fn conversion_webhooks(
             .unwrap_or_default();
     }
     let mut definitions = Vec::new();
-    for ((service_name, port, path), ConvertedCrds(crd_names, plurals, versions)) in groups {
+    for ((_, service_name, port, path), ConvertedCrds(crd_names, plurals, versions)) in groups {
         let Some(service) = objects
             .iter()
             .find(|o| o.id.kind == "Service" && o.id.name == service_name)
@@ -765,23 +897,9 @@ fn conversion_webhooks(
             "conversionCRDs": crd_names,
         });
         if let Some(target) = service_port.and_then(|p| p.get("targetPort")) {
-            // A named targetPort means the container port of that name.
-            let resolved = match target {
-                Value::String(name) => deployments
-                    .iter()
-                    .flat_map(|d| {
-                        d.document.value["spec"]["template"]["spec"]["containers"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .flat_map(|c| c["ports"].as_array().cloned().unwrap_or_default())
-                    .find(|p| text(p, "/name") == name)
-                    .and_then(|p| p.get("containerPort").cloned())
-                    .unwrap_or_else(|| target.clone()),
-                other => other.clone(),
-            };
-            definition["targetPort"] = resolved;
+            // Kept as the Service says, a port name included, as operator-sdk does: OLM puts
+            // it in the Service it makes for the webhook, which resolves a name itself.
+            definition["targetPort"] = target.clone();
         }
         if !path.is_empty() {
             definition["webhookPath"] = json!(path);
@@ -978,6 +1096,132 @@ metadata: {name: sys}
             generate(&bad, &objects(MANIFESTS), &[], None, "x"),
             Err(GenerateError::Config(_))
         ));
+    }
+
+    /// What operator-sdk generate bundle writes too (tests/tests/generate_conformance.rs).
+    #[test]
+    fn watch_namespace_image_names_and_webhooks_follow_operator_sdk() {
+        let crd = |plural: &str| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {plural}.example.com}}\nspec:\n  group: example.com\n  names: {{kind: K{plural}, plural: {plural}}}\n  versions: [{{name: v1, served: true, storage: true}}]\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {{service: {{name: demo-webhook, namespace: sys, path: /convert, port: 443}}}}\n"
+            )
+        };
+        let manifests = format!(
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: demo, namespace: sys}}
+spec:
+  selector: {{matchLabels: {{app: demo}}}}
+  template:
+    metadata: {{labels: {{app: demo}}}}
+    spec:
+      serviceAccountName: demo
+      containers:
+      - name: manager
+        image: example.com/demo:1
+        ports: [{{name: webhook, containerPort: 9443}}]
+        env:
+        - {{name: WATCH_NAMESPACE, value: ""}}
+        - {{name: RELATED_IMAGE_DEMO_OPERATOR, value: "example.com/demo:1"}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: demo-webhook, namespace: sys}}
+spec: {{selector: {{app: demo}}, ports: [{{port: 443, targetPort: webhook}}]}}
+---
+{}---
+{}"#,
+            crd("as"),
+            crd("bs")
+        );
+        let bundle = generate(
+            &config(),
+            &objects(&manifests),
+            &[],
+            None,
+            "2026-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let csv = csv(&bundle);
+        let container = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+            ["containers"][0];
+        assert_eq!(
+            container["env"][0],
+            json!({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}}})
+        );
+        assert_eq!(
+            csv["spec"]["relatedImages"],
+            json!([{"name": "demo-operator", "image": "example.com/demo:1"}])
+        );
+        let webhooks = csv["spec"]["webhookdefinitions"].as_array().unwrap();
+        let names: Vec<&str> = webhooks
+            .iter()
+            .map(|w| w["generateName"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cas.kb.io", "cbs.kb.io"]);
+        assert_eq!(webhooks[0]["conversionCRDs"], json!(["as.example.com"]));
+        assert_eq!(webhooks[0]["targetPort"], "webhook");
+    }
+
+    #[test]
+    fn admission_webhooks_fold_into_webhook_definitions() {
+        let manifests = format!(
+            "{MANIFESTS}---\n{}",
+            r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: demo-validating}
+webhooks:
+- name: vdemo.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  clientConfig: {service: {name: demo-metrics, namespace: sys, path: /validate, port: 8080}}
+  rules: [{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [demos]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: demo-by-url}
+webhooks:
+- name: mdemo.example.com
+  clientConfig: {url: "https://example.com/mutate"}
+"#
+        );
+        let bundle = generate(
+            &config(),
+            &objects(&manifests),
+            &[],
+            None,
+            "2026-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let csv = csv(&bundle);
+        assert_eq!(
+            csv["spec"]["webhookdefinitions"],
+            json!([{
+                "type": "ValidatingAdmissionWebhook",
+                "generateName": "vdemo.example.com",
+                "deploymentName": "demo",
+                "containerPort": 8080,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["demos"]}],
+                "webhookPath": "/validate",
+            }])
+        );
+        // The one calling a URL cannot be folded: it stays out of the bundle, with a warning.
+        assert!(
+            bundle
+                .warnings
+                .iter()
+                .any(|w| w.0.contains("MutatingWebhookConfiguration demo-by-url"))
+        );
+        assert!(
+            !bundle
+                .warnings
+                .iter()
+                .any(|w| w.0.contains("demo-validating"))
+        );
     }
 
     #[test]
