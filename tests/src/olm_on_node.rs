@@ -276,7 +276,9 @@ async fn push_olm_image(node: &RealNode, assets: &Assets) -> anyhow::Result<Stri
 }
 
 /// A catalog image as opm's generated Dockerfile makes one (the oracle for ours): the opm
-/// image's files, the catalog folder at `/configs`, `opm serve /configs --cache-dir=/tmp/cache`.
+/// image's files, the catalog folder at `/configs`, the cache its `RUN opm serve /configs
+/// --cache-dir=/tmp/cache --cache-only` step builds (opm refuses to serve from an empty cache
+/// folder), and `opm serve /configs --cache-dir=/tmp/cache` as the command.
 pub fn opm_catalog_image(
     assets: &Assets,
     catalog: &Path,
@@ -286,7 +288,29 @@ pub fn opm_catalog_image(
         path: "/configs".into(),
         mode: 0o755,
     });
-    let mut folders = vec![(catalog.to_path_buf(), "/configs".to_string())];
+    let scratch = tempfile::tempdir()?;
+    let cache = scratch.path().join("cache");
+    let output = std::process::Command::new(assets.opm()?)
+        .arg("serve")
+        .arg(catalog)
+        .arg(format!("--cache-dir={}", cache.display()))
+        .arg("--cache-only")
+        .output()
+        .context("running opm serve --cache-only")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "opm serve --cache-only {}: {}",
+        catalog.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    entries.push(RootfsEntry::Dir {
+        path: "/tmp/cache".into(),
+        mode: 0o755,
+    });
+    let mut folders = vec![
+        (catalog.to_path_buf(), "/configs".to_string()),
+        (cache, "/tmp/cache".to_string()),
+    ];
     while let Some((dir, at)) = folders.pop() {
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
