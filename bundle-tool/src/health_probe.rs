@@ -556,7 +556,7 @@ mod tests {
         assert_eq!(options.service, "Registry");
         assert_eq!(options.headers, vec![("x-trace".into(), "1".into())]);
         // Flags stop at the first non-flag argument.
-        assert_eq!(probe_options(&["-addr=:1", "extra", "-v"]).verbose, false);
+        assert!(!probe_options(&["-addr=:1", "extra", "-v"]).verbose);
     }
 
     #[test]
