@@ -303,9 +303,11 @@ pub fn opm_catalog_image(
         catalog.display(),
         String::from_utf8_lossy(&output.stderr)
     );
+    // opm opens the cache read-write (a lock file in it): its Dockerfile builds the cache as
+    // the image's user, 1001; entries here are root's, so its folders and files are open to all.
     entries.push(RootfsEntry::Dir {
         path: "/tmp/cache".into(),
-        mode: 0o755,
+        mode: 0o777,
     });
     let mut folders = vec![
         (catalog.to_path_buf(), "/configs".to_string()),
@@ -316,16 +318,26 @@ pub fn opm_catalog_image(
             let entry = entry?;
             let path = format!("{at}/{}", entry.file_name().to_string_lossy());
             if entry.file_type()?.is_dir() {
+                let mode = if path.starts_with("/tmp/cache") {
+                    0o777
+                } else {
+                    0o755
+                };
                 entries.push(RootfsEntry::Dir {
                     path: path.clone(),
-                    mode: 0o755,
+                    mode,
                 });
                 folders.push((entry.path(), path));
             } else {
+                let mode = if path.starts_with("/tmp/cache") {
+                    0o666
+                } else {
+                    0o644
+                };
                 entries.push(RootfsEntry::File {
                     path,
                     source: entry.path(),
-                    mode: 0o644,
+                    mode,
                 });
             }
         }
