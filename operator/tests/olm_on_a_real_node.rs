@@ -733,21 +733,36 @@ async fn check_operator_reconciles_real_redis(cluster: &Cluster) -> anyhow::Resu
             },
         )
         .await?;
-    let output = cluster.node.kubectl(&[
-        "get",
-        "redisclusters.v1alpha1.cache.example.com",
-        "my-redis",
-        "-n",
-        ns,
-        "-o",
-        "json",
-    ])?;
-    ensure!(
-        output.status.success(),
-        "a v1alpha1 read (conversion webhook) failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let old: Value = serde_json::from_slice(&output.stdout)?;
+    // After an upgrade the InstallPlan writes the new bundle's CRD (its conversion webhook
+    // names the Service of the plain manifests) and olm-operator then points it at the
+    // Service OLM manages: conversion works once both have happened.
+    let output = cluster
+        .wait(
+            90,
+            "a v1alpha1 read through the conversion webhook",
+            || async {
+                let output = cluster.node.kubectl(&[
+                    "get",
+                    "redisclusters.v1alpha1.cache.example.com",
+                    "my-redis",
+                    "-n",
+                    ns,
+                    "-o",
+                    "json",
+                ])?;
+                if output.status.success() {
+                    return Ok(Some(output.stdout));
+                }
+                println!(
+                    "v1alpha1 read: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                );
+                Ok(None)
+            },
+        )
+        .await
+        .context("a v1alpha1 read (conversion webhook) failed")?;
+    let old: Value = serde_json::from_slice(&output)?;
     ensure!(
         old["apiVersion"] == "cache.example.com/v1alpha1",
         "not converted: {}",
