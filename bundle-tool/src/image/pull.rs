@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, parse_reference, unpack_layer};
+use super::unpack::unpack_layer_part;
+use super::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, parse_reference};
 
 /// The label every bundle image carries (opm checks it too).
 pub const BUNDLE_PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
@@ -63,8 +64,12 @@ pub fn pull_to_temp(reference: &str, plain_http: bool) -> Result<PulledImage, Pu
     let image = block_on(client.pull(&parsed))?.map_err(PullError::Registry)?;
     let config: serde_json::Value = serde_json::from_slice(&image.config)?;
     let folder = tempfile::tempdir()?;
-    unpack_layer(&image.layer, folder.path()).map_err(PullError::Unpack)?;
     let labels = &config["config"]["Labels"];
+    // A catalog image: its file-based catalog only (a runnable one also holds its server).
+    let only = labels[CATALOG_CONFIGS_LABEL]
+        .as_str()
+        .map(|configs| std::path::PathBuf::from(configs.trim_start_matches('/')));
+    unpack_layer_part(&image.layer, folder.path(), only.as_deref()).map_err(PullError::Unpack)?;
     let (root, kind) = match labels[CATALOG_CONFIGS_LABEL].as_str() {
         Some(configs) => (
             folder.path().join(configs.trim_start_matches('/')),

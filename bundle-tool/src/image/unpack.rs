@@ -8,6 +8,16 @@ const MAX_TOTAL: u64 = 64 * 1024 * 1024;
 
 /// Unpacks the gzip tar `layer` into `dir`, refusing anything that could escape it.
 pub fn unpack_layer(layer: &[u8], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    unpack_layer_part(layer, dir, None)
+}
+
+/// Unpacks only the entries below `only` (a relative path, e.g. `configs` of a catalog image,
+/// whose server binary and links are none of the reader's business); with `None`, all.
+pub fn unpack_layer_part(
+    layer: &[u8],
+    dir: &Path,
+    only: Option<&Path>,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
     let mut written = Vec::new();
     let mut total = 0u64;
@@ -22,6 +32,9 @@ pub fn unpack_layer(layer: &[u8], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             "refusing layer entry {}: absolute or parent path",
             path.display()
         );
+        if only.is_some_and(|only| !path.starts_with(only)) {
+            continue;
+        }
         let target = dir.join(&path);
         match entry.header().entry_type() {
             tar::EntryType::Directory => std::fs::create_dir_all(&target)?,
@@ -119,5 +132,20 @@ mod tests {
             .is_err()
         );
         assert!(!dir.path().parent().unwrap().join("evil").exists());
+    }
+
+    #[test]
+    fn only_the_named_part_is_unpacked_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let layer = layer(&[
+            ("usr/bin/link", tar::EntryType::Symlink),
+            ("configs/pkg", tar::EntryType::Directory),
+            ("configs/pkg/catalog.json", tar::EntryType::Regular),
+        ]);
+        let files = unpack_layer_part(&layer, dir.path(), Some(Path::new("configs"))).unwrap();
+        assert_eq!(files, vec![PathBuf::from("configs/pkg/catalog.json")]);
+        assert!(!dir.path().join("usr").exists());
+        // Unpacked whole, the link is refused as before.
+        assert!(unpack_layer(&layer, tempfile::tempdir().unwrap().path()).is_err());
     }
 }
