@@ -736,6 +736,26 @@ const ADMISSION_CONFIGURATIONS: [(&str, &str); 2] = [
 /// operator-sdk folds them; OLM makes the configurations, with their certificates, from the
 /// CSV. A configuration is consumed when all its webhooks fold; one calling a URL or a Service
 /// not in the manifests stays, and is warned of as a kind a bundle cannot carry.
+/// The Service named `service_name` and the Deployment whose pod labels its selector matches
+/// (the webhook's server), if there is one.
+fn service_and_deployment<'a>(
+    objects: &'a [KubeObject],
+    deployments: &[&'a KubeObject],
+    service_name: &str,
+) -> Option<(&'a KubeObject, Option<&'a KubeObject>)> {
+    let service = objects
+        .iter()
+        .find(|o| o.id.kind == "Service" && o.id.name == service_name)?;
+    let selector = service.document.value["spec"]["selector"].as_object();
+    let deployment = deployments.iter().copied().find(|d| {
+        let labels = &d.document.value["spec"]["template"]["metadata"]["labels"];
+        selector.is_some_and(|selector| {
+            !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+        })
+    });
+    Some((service, deployment))
+}
+
 fn admission_webhooks(
     objects: &[KubeObject],
     deployments: &[&KubeObject],
@@ -756,20 +776,9 @@ fn admission_webhooks(
         let webhooks = configuration.document.value["webhooks"].as_array();
         for webhook in webhooks.into_iter().flatten() {
             let service_name = text(webhook, "/clientConfig/service/name");
-            let Some(service) = objects
-                .iter()
-                .find(|o| o.id.kind == "Service" && o.id.name == service_name)
+            let Some((service, Some(deployment))) =
+                service_and_deployment(objects, deployments, service_name)
             else {
-                continue;
-            };
-            let selector = service.document.value["spec"]["selector"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            let Some(deployment) = deployments.iter().find(|d| {
-                let labels = &d.document.value["spec"]["template"]["metadata"]["labels"];
-                !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
-            }) else {
                 continue;
             };
             let port = webhook
@@ -864,22 +873,12 @@ fn conversion_webhooks(
     }
     let mut definitions = Vec::new();
     for ((_, service_name, port, path), ConvertedCrds(crd_names, plurals, versions)) in groups {
-        let Some(service) = objects
-            .iter()
-            .find(|o| o.id.kind == "Service" && o.id.name == service_name)
+        let Some((service, deployment)) =
+            service_and_deployment(objects, deployments, &service_name)
         else {
             continue;
         };
-        let selector = service.document.value["spec"]["selector"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        let deployment = deployments
-            .iter()
-            .find(|d| {
-                let labels = &d.document.value["spec"]["template"]["metadata"]["labels"];
-                !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
-            })
+        let deployment = deployment
             .map(|d| d.id.name.clone())
             .unwrap_or_else(|| service_name.trim_end_matches("-service").to_string());
         let service_port = service.document.value["spec"]["ports"]
