@@ -37,7 +37,9 @@ use e2e::olm_on_node::{OLM_NAMESPACE, OlmOnNode, olm_resource};
 use e2e::{ControlPlane, eventually};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
 use redis_operator::api::v1::RedisCluster;
 use serde_json::{Value, json};
 
@@ -90,6 +92,25 @@ impl Cluster {
 
     fn catalog_sources(&self) -> Api<DynamicObject> {
         self.api("v1alpha1", "CatalogSource", "catalogsources", OLM_NAMESPACE)
+    }
+
+    /// Every object of a core or RBAC `kind`, in `namespace` or cluster-wide.
+    async fn list_kind(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> anyhow::Result<Vec<DynamicObject>> {
+        let (group, version) = if kind == "ServiceAccount" {
+            ("", "v1")
+        } else {
+            ("rbac.authorization.k8s.io", "v1")
+        };
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+        let api: Api<DynamicObject> = match namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        Ok(api.list(&ListParams::default()).await?.items)
     }
 
     /// Applies a file of `olm/` as written.
@@ -774,6 +795,19 @@ async fn check_operator_reconciles_real_redis(cluster: &Cluster) -> anyhow::Resu
 /// Deletes the Subscription and the CSV, as `operator-sdk cleanup` does, and waits until the
 /// operator's Deployment, ServiceAccount and cluster RBAC are gone.
 async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
+    // A CSV can be Succeeded while its InstallPlan still retries a step (the CRD step waits
+    // for the conversion webhook the new Deployment serves); deleting the CSV then lets the
+    // plan create it again, with nothing left to delete it (seen in a local run). Wait until
+    // every plan is done, as `kubectl get installplan` shows it.
+    cluster
+        .wait(300, "every InstallPlan Complete", || async {
+            let plans = cluster.plans().list(&ListParams::default()).await?.items;
+            Ok(plans
+                .iter()
+                .all(|plan| plan.data["status"]["phase"] == "Complete")
+                .then_some(()))
+        })
+        .await?;
     cluster
         .subscriptions()
         .delete("redis-operator", &DeleteParams::default())
@@ -785,6 +819,50 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
             let deployment = deployments.get_opt("redis-operator").await?;
             let csvs = cluster.csvs().list(&ListParams::default()).await?.items;
             Ok((deployment.is_none() && csvs.is_empty()).then_some(()))
+        })
+        .await?;
+    // The garbage collector removes what the InstallPlan made for the CSV a moment later. An
+    // install that starts before that finds the old Role still there, takes it as its own, and
+    // then loses it to the collector: the new CSV stays Pending with "no owned roles found"
+    // (seen once in CI). A user re-installing waits for the same.
+    let owned_by_csv = |object: &DynamicObject| {
+        let owner_ref = object
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|owner| owner.kind == "ClusterServiceVersion" && owner.name == csv);
+        let owner_label = object
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get("olm.owner"))
+            .is_some_and(|owner| owner == csv);
+        owner_ref || owner_label
+    };
+    cluster
+        .wait(180, "the CSV's ServiceAccount and RBAC gone", || async {
+            let mut left = Vec::new();
+            for (kind, namespaced) in [
+                ("ServiceAccount", true),
+                ("Role", true),
+                ("RoleBinding", true),
+                ("ClusterRole", false),
+                ("ClusterRoleBinding", false),
+            ] {
+                let objects = cluster
+                    .list_kind(kind, namespaced.then_some(NAMESPACE))
+                    .await?;
+                left.extend(
+                    objects
+                        .iter()
+                        .filter(|object| owned_by_csv(object))
+                        .map(|object| {
+                            format!("{kind}/{}", object.metadata.name.as_deref().unwrap_or(""))
+                        }),
+                );
+            }
+            Ok(left.is_empty().then_some(()))
         })
         .await
 }
