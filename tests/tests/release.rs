@@ -263,6 +263,20 @@ fn a_new_version_is_released_once_and_a_rerun_changes_nothing() {
     for step in first["steps"].as_array().unwrap() {
         assert_eq!(step["status"], "done", "{step}");
     }
+    let checked = first["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["name"] == "check-upgrade")
+        .unwrap();
+    // The semver template draws an edge from every earlier release (replaces and skips).
+    let detail = checked["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "safe from redis-operator.v0.1.0, redis-operator.v0.2.0, redis-operator.v0.3.0"
+        ),
+        "{checked}"
+    );
     assert_ne!(std::fs::read(&catalog_json).unwrap(), old_catalog);
     let template = std::fs::read_to_string(repo.path().join("catalog/template.yaml")).unwrap();
     assert_eq!(
@@ -395,6 +409,43 @@ fn a_failing_step_leaves_the_catalog_and_the_layout_as_they_were() {
     assert!(stderr.contains("pushing 127.0.0.1:"), "{stderr}");
     assert_eq!(step_status(&run, "push-bundle"), "failed");
     assert!(before == repo.snapshot());
+}
+
+/// The CRD change of a deliberately broken 0.4.0: `replicas` becomes a string in every
+/// version, which installed users' stored objects (integers) no longer fit.
+#[test]
+fn a_release_that_would_break_installed_users_stops_before_anything_is_published() {
+    let repo = Repo::new();
+    let manifests = repo.path().join("operator/config/manifests.yaml");
+    let text = std::fs::read_to_string(&manifests).unwrap();
+    let integer = "description: Number of Redis pods.\n                format: int32\n                minimum: 1.0\n                type: integer";
+    assert_eq!(
+        text.matches(integer).count(),
+        2,
+        "the CRD's replicas field moved"
+    );
+    std::fs::write(
+        &manifests,
+        text.replace(
+            integer,
+            "description: Number of Redis pods.\n                type: string",
+        ),
+    )
+    .unwrap();
+    let before = repo.snapshot();
+    let (run, stderr) = failure(&repo.release(&["--version", "0.4.0", "-o", "json"]));
+    assert!(
+        stderr.contains("upgrading to redis-operator.v0.4.0 is not safe"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("redis-operator.v0.3.0"), "{stderr}");
+    assert!(stderr.contains("type"), "{stderr}");
+    assert!(stderr.contains("replicas"), "{stderr}");
+    assert_eq!(step_status(&run, "check-upgrade"), "failed");
+    for step in ["push-bundle", "build-catalog", "push-catalog"] {
+        assert_eq!(step_status(&run, step), "not-run", "{step}");
+    }
+    assert!(before == repo.snapshot(), "a refused release changed files");
 }
 
 /// `bundle-tool inspect REF` as the registry serves it: the manifest digest.

@@ -87,6 +87,16 @@ pub enum ReleaseError {
         /// The channels asked for that do not.
         missing: String,
     },
+    /// An upgrade edge into the new bundle would break installed users (`check-upgrade`).
+    #[error(
+        "upgrading to {name} is not safe for installed users (the checks of `bundle-tool check-upgrade`); nothing was published:\n{report}"
+    )]
+    UpgradeUnsafe {
+        /// The bundle name.
+        name: String,
+        /// The unsafe edges' reports, as `check-upgrade` prints them.
+        report: String,
+    },
     /// The catalog edit cannot be made.
     #[error("{path}: {message}")]
     Catalog {

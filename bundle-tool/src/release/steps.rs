@@ -31,13 +31,18 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
     match release(plan, &mut summary) {
         Ok(()) => Ok(summary),
         Err(error) => {
-            // A refusal is the catalog's verdict, however early it is found.
-            let refused = matches!(
-                error,
-                ReleaseError::Immutable { .. } | ReleaseError::ChannelsOfARelease { .. }
-            )
-            .then_some("catalog-add");
-            if let Some(step) = refused.or(summary.next_step()) {
+            // The step the error names; a refusal is the catalog's verdict, however early it
+            // is found. Otherwise the first step that had not run (the pushes run last, so a
+            // named step is better than the first one not reached).
+            let named = match &error {
+                ReleaseError::Immutable { .. } | ReleaseError::ChannelsOfARelease { .. } => {
+                    Some("catalog-add")
+                }
+                ReleaseError::UpgradeUnsafe { .. } => Some("check-upgrade"),
+                ReleaseError::Step { step, .. } => Some(*step),
+                _ => None,
+            };
+            if let Some(step) = named.or(summary.next_step()) {
                 summary.set(step, StepStatus::Failed, error.to_string());
             }
             summary.message = format!("{}: release failed", plan.bundle_name);
@@ -211,6 +216,10 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         Some(staged) => staged.copy.path().to_path_buf(),
         None => plan.catalog_dir.clone(),
     };
+    let upgrade_detail = match &staged {
+        Some(staged) => check_upgrade(plan, staged.copy.path())?,
+        None => None,
+    };
     let (_, model) = crate::catalog::model::validate_dir(&catalog_source).map_err(|e| {
         ReleaseError::Catalog {
             path: plan.catalog_dir.clone(),
@@ -244,6 +253,14 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
                 "{} is already released with the same content",
                 plan.bundle_name
             ),
+        ),
+    }
+    match upgrade_detail {
+        Some(detail) => summary.set("check-upgrade", StepStatus::Done, detail),
+        None => summary.set(
+            "check-upgrade",
+            StepStatus::Unchanged,
+            "already released: its upgrade edges were checked then",
         ),
     }
     summary.set("validate-catalog", StepStatus::Done, "valid");
@@ -290,6 +307,41 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     Ok(())
 }
 
+/// `check-upgrade` on every edge of the staged catalog into the new bundle (OLD from the
+/// catalog's `olm.bundle.object`s, NEW as rendered): an error-level finding stops the release
+/// before anything is published. Returns the step's detail.
+fn check_upgrade(plan: &Plan, staged_catalog: &Path) -> Result<Option<String>, ReleaseError> {
+    let report = crate::upgrade::check_edges_into(staged_catalog, &plan.package, &plan.bundle_name)
+        .map_err(|e| ReleaseError::step("check-upgrade", e))?;
+    let unsafe_edges: Vec<String> = report
+        .edges
+        .iter()
+        .filter(|edge| edge.report.has_errors())
+        .map(|edge| crate::upgrade::render_report(&edge.report, crate::upgrade::Format::Text))
+        .collect();
+    if !unsafe_edges.is_empty() {
+        return Err(ReleaseError::UpgradeUnsafe {
+            name: plan.bundle_name.clone(),
+            report: unsafe_edges.join("\n"),
+        });
+    }
+    let warnings: usize = report
+        .edges
+        .iter()
+        .map(|edge| edge.report.count(crate::upgrade::Level::Warning))
+        .sum();
+    let from: Vec<&str> = report.edges.iter().map(|e| e.report.old.as_str()).collect();
+    let mut detail = if from.is_empty() {
+        "no upgrade edge into it (a first release in its channels)".to_string()
+    } else {
+        format!("safe from {} ({warnings} warnings)", from.join(", "))
+    };
+    for note in &report.not_checked {
+        detail.push_str(&format!("; {note}"));
+    }
+    Ok(Some(detail))
+}
+
 /// `--dry-run`: every step from validate on, as it would run.
 fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
     let where_to = |tag: &str, image: String| {
@@ -332,6 +384,15 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
         )
     };
     summary.set("catalog-add", StepStatus::Planned, edit);
+    summary.set(
+        "check-upgrade",
+        StepStatus::Planned,
+        if already {
+            "already released: no new upgrade edge".to_string()
+        } else {
+            format!("every upgrade edge into {}", plan.bundle_name)
+        },
+    );
     summary.set(
         "validate-catalog",
         StepStatus::Planned,

@@ -9,13 +9,14 @@ use serde::Serialize;
 use super::Plan;
 
 /// The steps, in the order they run.
-pub const STEPS: [&str; 9] = [
+pub const STEPS: [&str; 10] = [
     "generate",
     "validate",
     "audit",
     "build-bundle",
     "push-bundle",
     "catalog-add",
+    "check-upgrade",
     "validate-catalog",
     "build-catalog",
     "push-catalog",

@@ -53,6 +53,24 @@ impl CatalogReport {
 
 /// Checks every edge of the catalog at `root`, or of `package` only.
 pub fn check_catalog(root: &Path, package: Option<&str>) -> Result<CatalogReport, UpgradeError> {
+    check_edges(root, package, None)
+}
+
+/// Checks the edges of `package` that lead into the bundle `to`: what a release of `to`
+/// asks of the users it upgrades.
+pub fn check_edges_into(
+    root: &Path,
+    package: &str,
+    to: &str,
+) -> Result<CatalogReport, UpgradeError> {
+    check_edges(root, Some(package), Some(to))
+}
+
+fn check_edges(
+    root: &Path,
+    package: Option<&str>,
+    into: Option<&str>,
+) -> Result<CatalogReport, UpgradeError> {
     let config = declcfg::load_dir(root).map_err(|e| UpgradeError::Catalog(e.to_string()))?;
     if let Some(package) = package
         && !config.packages.iter().any(|p| p.name == package)
@@ -66,6 +84,9 @@ pub fn check_catalog(root: &Path, package: Option<&str>) -> Result<CatalogReport
     let mut contents: BTreeMap<(String, String), Option<BundleContents>> = BTreeMap::new();
     let mut report = CatalogReport::default();
     for ((package, from, to), channels) in edges {
+        if into.is_some_and(|into| into != to) {
+            continue;
+        }
         let mut load = |name: &str| -> Result<Option<BundleContents>, UpgradeError> {
             let key = (package.clone(), name.to_string());
             if let Some(found) = contents.get(&key) {

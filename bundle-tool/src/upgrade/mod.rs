@@ -16,7 +16,7 @@ mod render;
 pub mod schema;
 
 pub use bundle_contents::{BundleContents, UpgradeError};
-pub use catalog_edges::{CatalogReport, Edge, check_catalog};
+pub use catalog_edges::{CatalogReport, Edge, check_catalog, check_edges_into};
 pub use finding::{Area, Finding, Level, Report};
 pub use live_crds::stored_versions;
 pub use render::{Format, render_catalog, render_report};
