@@ -7,9 +7,8 @@
 //! `ALLOWED` below (each mirrored, with its reason, in docs/conformance.md).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use base64::Engine;
 use bundle_tool::bundle::GenerateConfig;
@@ -588,82 +587,6 @@ fn config_from_csv(csv: &Value, annotations: &Value, dir: &Path, extra: &[&Strin
     config
 }
 
-/// The base CSV that gives operator-sdk the metadata the config gives bundle-tool: every
-/// human-facing field a config can hold, where operator-sdk keeps base fields.
-fn base_csv(config: &GenerateConfig) -> Value {
-    let meta = &config.csv;
-    let mut annotations = serde_json::Map::new();
-    let mut put = |key: &str, value: &Option<String>| {
-        if let Some(value) = value {
-            annotations.insert(key.into(), json!(value));
-        }
-    };
-    put("capabilities", &meta.capabilities);
-    put("description", &meta.short_description);
-    put("repository", &meta.repository);
-    put("support", &meta.support);
-    put("olm.skipRange", &config.skip_range);
-    if !meta.categories.is_empty() {
-        annotations.insert("categories".into(), json!(meta.categories.join(", ")));
-    }
-    for (key, value) in &meta.annotations {
-        annotations.insert(key.clone(), json!(value));
-    }
-    let install_modes: Vec<Value> = [
-        "OwnNamespace",
-        "SingleNamespace",
-        "MultiNamespace",
-        "AllNamespaces",
-    ]
-    .iter()
-    .map(|mode| json!({"type": mode, "supported": meta.install_modes.get(*mode).copied().unwrap_or(false)}))
-    .collect();
-    let mut spec = json!({
-        "displayName": meta.display_name,
-        "installModes": install_modes,
-        "install": {"strategy": "deployment", "spec": {"deployments": null}},
-        "customresourcedefinitions": {},
-        "version": "0.0.0",
-    });
-    let mut set = |key: &str, value: Value| {
-        if !value.is_null() && value != json!([]) {
-            spec[key] = value;
-        }
-    };
-    set("description", json!(meta.description));
-    set("keywords", json!(meta.keywords));
-    set("maintainers", json!(meta.maintainers));
-    set("provider", json!(meta.provider));
-    set("links", json!(meta.links));
-    set("maturity", json!(meta.maturity));
-    set("minKubeVersion", json!(meta.min_kube_version));
-    set("replaces", json!(config.replaces));
-    set("skips", json!(config.skips));
-    if let Some(icon) = &meta.icon {
-        let media_type = match icon.extension().and_then(|e| e.to_str()) {
-            Some("svg") => "image/svg+xml",
-            Some("png") => "image/png",
-            Some("jpg") | Some("jpeg") => "image/jpeg",
-            _ => "image/gif",
-        };
-        let data = base64::engine::general_purpose::STANDARD.encode(std::fs::read(icon).unwrap());
-        set(
-            "icon",
-            json!([{"base64data": data, "mediatype": media_type}]),
-        );
-    }
-    json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "ClusterServiceVersion",
-        "metadata": {
-            "name": format!("{}.v0.0.0", config.package),
-            "namespace": "placeholder",
-            "annotations": annotations,
-        },
-        "spec": spec,
-    })
-}
-
 fn run_bundle_tool(input: &Input) -> Result<PathBuf, String> {
     let out = input.dir.join("bundle-tool");
     let output = Command::new(e2e::bundle_tool_binary())
@@ -689,54 +612,12 @@ fn run_bundle_tool(input: &Input) -> Result<PathBuf, String> {
 fn run_operator_sdk(input: &Input, sdk: &Path) -> Result<PathBuf, String> {
     let config = GenerateConfig::load(&input.config).unwrap();
     let out = input.dir.join("operator-sdk");
-    let bases = out.join("kustomize/bases");
-    std::fs::create_dir_all(&bases).unwrap();
-    std::fs::write(
-        bases.join(format!("{}.clusterserviceversion.yaml", config.package)),
-        serde_saphyr::to_string(&base_csv(&config)).unwrap(),
-    )
-    .unwrap();
     let mut stdin = std::fs::read_to_string(&input.manifests).unwrap();
     if !input.samples.is_empty() {
         stdin.push_str("\n---\n");
         stdin.push_str(&input.samples);
     }
-    let mut command = Command::new(sdk);
-    command
-        .current_dir(&out)
-        .args(["generate", "bundle", "--kustomize-dir", "kustomize"])
-        .args(["--output-dir", "bundle", "--package", &config.package])
-        .args(["--version", &config.version])
-        .args(["--channels", &config.channels.join(",")]);
-    if let Some(default) = &config.default_channel {
-        command.args(["--default-channel", default]);
-    }
-    if !config.extra_service_accounts.is_empty() {
-        command.args([
-            "--extra-service-accounts",
-            &config.extra_service_accounts.join(","),
-        ]);
-    }
-    // operator-sdk reads standard input only when it is a pipe.
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    if !output.status.success() {
-        return Err(format!(
-            "operator-sdk generate bundle failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
+    e2e::operator_sdk::generate_bundle(sdk, &config, &stdin, &out).map_err(|e| format!("{e:#}"))?;
     Ok(out)
 }
 
