@@ -96,7 +96,7 @@ const RBAC_GROUP: &[&str] = &["rbac.authorization.k8s.io"];
 const ROLES: &[&str] = &["roles", "clusterroles"];
 const WRITE: &[&str] = &["create", "update", "patch"];
 
-/// The risk of `rule` by scope: (cluster-wide, namespaced).
+/// A right's risk where it applies: one level lower in a namespace than cluster-wide, for most.
 fn graded(scope: Scope, cluster: Risk, namespaced: Risk) -> Risk {
     match scope {
         Scope::Cluster => cluster,
