@@ -108,10 +108,12 @@ enum Command {
         "redis-operator manifests | bundle-tool objects -",
     ))]
     Objects(action::ObjectsArgs),
-    /// Assess a bundle's or catalog's capability level from evidence, against the declared one.
+    /// Assess a bundle's or catalog's capability level from evidence, against the declared one,
+    /// and review the rights and pod security it asks for, graded by risk.
     #[command(after_help = examples!(
         "bundle-tool audit bundle",
         "bundle-tool audit bundle --min-level 3",
+        "bundle-tool audit bundle --max-risk medium",
         "bundle-tool audit catalog -o html > audit.html",
     ))]
     Audit(action::AuditArgs),

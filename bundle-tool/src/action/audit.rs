@@ -1,10 +1,12 @@
 //! `bundle-tool audit`: find the bundles, audit them in parallel (with a progress bar on a
-//! terminal), render the report, and fail when a bundle is below `--min-level`.
+//! terminal), render the report, and fail when a bundle is below `--min-level` or has a
+//! security finding above `--max-risk`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use super::{Action, ActionError, Outcome};
+use crate::audit::security::Risk;
 use crate::audit::source::{self, AuditTarget};
 use crate::audit::{AuditReport, live, report};
 use crate::location::Location;
@@ -34,6 +36,10 @@ pub struct AuditArgs {
     /// Exit 1 unless every audited bundle reaches this level (independently), for release CI.
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub min_level: Option<u8>,
+    /// Exit 1 when a bundle has a security finding above this risk, naming each finding (a
+    /// catalog entry, which carries no RBAC or pod spec, cannot pass), for release CI.
+    #[arg(long, value_enum)]
+    pub max_risk: Option<Risk>,
     /// Audit every bundle of a catalog or folder, not only the newest of each package.
     #[arg(long)]
     pub all_bundles: bool,
@@ -123,6 +129,40 @@ impl Action for AuditArgs {
                 ));
             }
         }
+        if let Some(max) = self.max_risk {
+            notes.extend(max_risk_notes(&report, max));
+        }
         Ok(Outcome::with_errors(text, notes))
+    }
+}
+
+/// One error line per finding above `max`, and per bundle that could not be reviewed.
+fn max_risk_notes(report: &AuditReport, max: Risk) -> Vec<String> {
+    let mut notes = Vec::new();
+    for audit in &report.bundles {
+        let name = format!("{} {}", audit.package, audit.version);
+        if !audit.security.reviewed {
+            notes.push(format!(
+                "error: {name} was not reviewed (a catalog entry has no manifests), so --max-risk {max} cannot be met: audit the bundle folder or image"
+            ));
+        }
+        for finding in audit.security.above(max) {
+            notes.push(format!(
+                "error: {name}: {} {} above --max-risk {max}: {}: {}",
+                finding.risk, finding.rule, finding.subject, finding.evidence
+            ));
+        }
+    }
+    notes
+}
+
+/// `--max-risk`'s values are the risk names; the scale itself stays free of CLI concerns.
+impl clap::ValueEnum for Risk {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Risk::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
     }
 }

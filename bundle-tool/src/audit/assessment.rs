@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::criteria::{CRITERIA, CapabilityLevel, Criterion, Requirement};
 use super::evidence::{CapabilityEvidence, Outcome, Verdict};
+use super::security::{self, SecurityReview};
 
 /// One criterion's result for one bundle.
 #[derive(Clone, Debug, Serialize)]
@@ -99,6 +100,8 @@ pub struct BundleAudit {
     pub levels: Vec<LevelScore>,
     /// Every criterion's result, in checklist order.
     pub criteria: Vec<CriterionResult>,
+    /// The rights and pod security the bundle asks for, graded by risk.
+    pub security: SecurityReview,
 }
 
 impl BundleAudit {
@@ -285,5 +288,9 @@ pub fn assess(evidence: &CapabilityEvidence) -> BundleAudit {
                 detail: v.detail,
             })
             .collect(),
+        security: match &evidence.manifests {
+            Some(manifests) => security::review(manifests),
+            None => SecurityReview::not_reviewed(),
+        },
     }
 }

@@ -79,6 +79,10 @@ pub struct BundleManifests {
     pub deployments: Vec<Value>,
     /// Every RBAC rule of `permissions` and `clusterPermissions`.
     pub rules: Vec<Value>,
+    /// The CSV's `permissions` entries as written (service account and its namespaced rules).
+    pub permissions: Vec<Value>,
+    /// The CSV's `clusterPermissions` entries as written (service account and cluster rules).
+    pub cluster_permissions: Vec<Value>,
     /// Objects in `manifests/` other than the CSV and CRDs.
     pub others: Vec<Value>,
     /// The CSV's `spec.webhookdefinitions`.
@@ -193,6 +197,8 @@ impl CapabilityEvidence {
                 crds: bundle.crds.iter().map(|(_, crd)| crd.clone()).collect(),
                 deployments: array(&install["deployments"]),
                 rules,
+                permissions: array(&install["permissions"]),
+                cluster_permissions: array(&install["clusterPermissions"]),
                 others: bundle.others.iter().map(|(_, o)| o.clone()).collect(),
                 webhooks: array(&spec["webhookdefinitions"]),
             }),

@@ -7,7 +7,8 @@
 //! - [`assessment`]: from verdicts to level scores, cumulative and independent levels, and the
 //!   gap to the declared level;
 //! - [`source`]: which bundles an argument names; [`live`]: the `--kubeconfig` probes;
-//! - [`report`]: text, JSON, Markdown and HTML; [`cli`]: the command's arguments and run.
+//! - [`security`]: the security review (RBAC rights and pod security, graded by risk);
+//! - [`report`]: text, JSON, Markdown and HTML.
 
 pub mod assessment;
 pub mod checks;
@@ -15,6 +16,7 @@ pub mod criteria;
 pub mod evidence;
 pub mod live;
 pub mod report;
+pub mod security;
 pub mod source;
 
 use std::collections::BTreeMap;
@@ -70,6 +72,62 @@ pub struct AuditSummary {
     pub claims_not_met: usize,
     /// Per criterion id.
     pub criteria: BTreeMap<String, CriterionTally>,
+    /// The security review across bundles.
+    pub security: SecuritySummary,
+}
+
+/// Security review counts across every audited bundle.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecuritySummary {
+    /// Bundles per overall risk: the four levels, `none` (no finding) and `notReviewed`
+    /// (catalog entries, which carry no manifests).
+    pub bundles: BTreeMap<String, usize>,
+    /// Findings per risk level.
+    pub findings: BTreeMap<String, usize>,
+    /// Per rule id: how many findings, and in how many bundles.
+    pub rules: BTreeMap<String, RuleTally>,
+}
+
+/// How often one security rule fired.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RuleTally {
+    /// Findings of the rule.
+    pub findings: usize,
+    /// Bundles with at least one.
+    pub bundles: usize,
+}
+
+impl SecuritySummary {
+    fn count(&mut self, review: &security::SecurityReview) {
+        let overall = match (review.reviewed, review.risk) {
+            (false, _) => "notReviewed",
+            (true, None) => "none",
+            (true, Some(risk)) => risk.name(),
+        };
+        *self.bundles.entry(overall.into()).or_default() += 1;
+        for finding in &review.findings {
+            *self.findings.entry(finding.risk.name().into()).or_default() += 1;
+            self.rules.entry(finding.rule.into()).or_default().findings += 1;
+        }
+        let mut fired: Vec<&str> = review.findings.iter().map(|f| f.rule).collect();
+        fired.sort();
+        fired.dedup();
+        for rule in fired {
+            self.rules.entry(rule.into()).or_default().bundles += 1;
+        }
+    }
+
+    fn zeroed() -> Self {
+        let mut summary = SecuritySummary::default();
+        for risk in security::Risk::ALL {
+            summary.bundles.insert(risk.name().into(), 0);
+            summary.findings.insert(risk.name().into(), 0);
+        }
+        summary.bundles.insert("none".into(), 0);
+        summary.bundles.insert("notReviewed".into(), 0);
+        summary
+    }
 }
 
 /// The result of one `bundle-tool audit` run.
@@ -96,6 +154,7 @@ impl AuditReport {
         });
         let mut summary = AuditSummary {
             bundles: bundles.len(),
+            security: SecuritySummary::zeroed(),
             ..Default::default()
         };
         for n in 0..=5 {
@@ -122,6 +181,7 @@ impl AuditReport {
                 Some(false) => summary.claims_not_met += 1,
                 None => {}
             }
+            summary.security.count(&audit.security);
             for result in &audit.criteria {
                 let tally = summary.criteria.entry(result.id.to_string()).or_default();
                 match result.outcome {

@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
+use super::super::security::{RULES, Risk, overall_name};
 use super::super::{AuditReport, CRITERIA};
-use super::{claim_word, declared_short, outcome_mark, status_word};
+use super::{bundles_per_risk, claim_word, declared_short, outcome_mark, risk_line, status_word};
 
 const TEMPLATE: &str = include_str!("audit.html.j2");
 
@@ -105,6 +106,9 @@ pub fn render(report: &AuditReport) -> anyhow::Result<String> {
                 "audit": b,
                 "declaredShort": declared_short(b),
                 "claim": claim_word(b),
+                // Class-safe: `not reviewed` becomes `not-reviewed`.
+                "risk": overall_name(&b.security).replace(' ', "-"),
+                "riskLine": risk_line(&b.security),
                 "levels": b.levels.iter().map(|l| serde_json::json!({
                     "level": l.level, "name": l.name, "status": status_word(l.status), "score": l.score,
                     "passed": l.passed, "failed": l.failed, "unknown": l.unknown,
@@ -117,6 +121,29 @@ pub fn render(report: &AuditReport) -> anyhow::Result<String> {
             })
         })
         .collect();
+    let security_rules: Vec<serde_json::Value> = RULES
+        .iter()
+        .filter_map(|r| {
+            let tally = summary.security.rules.get(r.id)?;
+            Some(serde_json::json!({
+                "id": r.id, "title": r.title, "findings": tally.findings, "bundles": tally.bundles,
+            }))
+        })
+        .collect();
+    let security_findings = Risk::ALL
+        .iter()
+        .rev()
+        .map(|r| {
+            let n = summary
+                .security
+                .findings
+                .get(r.name())
+                .copied()
+                .unwrap_or(0);
+            format!("{n} {r}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut env = minijinja::Environment::new();
     env.add_template("audit.html", TEMPLATE)?;
     let context = serde_json::json!({
@@ -127,6 +154,9 @@ pub fn render(report: &AuditReport) -> anyhow::Result<String> {
         "rates": rates,
         "bundles": bundles,
         "errors": report.errors,
+        "security_bundles": bundles_per_risk(&summary.security),
+        "security_findings": security_findings,
+        "security_rules": security_rules,
     });
     let page = env
         .get_template("audit.html")?

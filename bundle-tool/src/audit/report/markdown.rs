@@ -5,7 +5,77 @@ use std::fmt::Write as _;
 
 use super::super::AuditReport;
 use super::super::assessment::BundleAudit;
-use super::{claim_word, declared_short, outcome_mark, status_word};
+use super::super::security::{RULES, Risk, overall_name};
+use super::{bundles_per_risk, claim_word, declared_short, outcome_mark, risk_line, status_word};
+
+/// One bundle's security findings as a table (folded when the report has several bundles).
+fn security_findings(out: &mut String, audit: &BundleAudit, folded: bool) {
+    let review = &audit.security;
+    if folded {
+        let _ = writeln!(
+            out,
+            "<details><summary>{} {}: security {}</summary>\n",
+            cell(&audit.package),
+            cell(&audit.version),
+            cell(&risk_line(review))
+        );
+    } else {
+        let _ = writeln!(out, "### Security review\n\n{}\n", risk_line(review));
+    }
+    if !review.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "| risk | rule | subject | evidence | hint |\n|---|---|---|---|---|"
+        );
+        for f in &review.findings {
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | `{}` | {} |",
+                f.risk,
+                f.rule,
+                cell(&f.subject),
+                cell(&f.evidence).replace('`', "'"),
+                cell(f.hint)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if folded {
+        let _ = writeln!(out, "</details>\n");
+    }
+}
+
+/// Bundles per highest risk and findings per rule, for a report of several bundles.
+fn security_summary(out: &mut String, report: &AuditReport) {
+    let security = &report.summary.security;
+    let _ = writeln!(out, "### Security review\n");
+    let _ = writeln!(
+        out,
+        "Bundles by highest risk: {}.\n",
+        bundles_per_risk(security)
+    );
+    let _ = writeln!(out, "| rule | findings | bundles |\n|---|---|---|");
+    for rule in RULES {
+        if let Some(tally) = security.rules.get(rule.id) {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} |",
+                rule.id, tally.findings, tally.bundles
+            );
+        }
+    }
+    let findings: Vec<String> = Risk::ALL
+        .iter()
+        .rev()
+        .map(|r| {
+            format!(
+                "{} {r}",
+                security.findings.get(r.name()).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "\nFindings: {}.\n", findings.join(", "));
+}
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
@@ -108,9 +178,9 @@ pub fn render(report: &AuditReport) -> String {
     }
     let _ = writeln!(
         out,
-        "| package | version | declared | cumulative | independent | claim | L1 | L2 | L3 | L4 | L5 |"
+        "| package | version | declared | cumulative | independent | claim | L1 | L2 | L3 | L4 | L5 | risk |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for audit in &report.bundles {
         let scores: Vec<String> = audit
             .levels
@@ -119,14 +189,15 @@ pub fn render(report: &AuditReport) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&audit.package),
             cell(&audit.version),
             declared_short(audit),
             audit.cumulative_level,
             audit.independent_level,
             claim_word(audit),
-            scores.join(" | ")
+            scores.join(" | "),
+            overall_name(&audit.security)
         );
     }
     let _ = writeln!(out);
@@ -137,6 +208,16 @@ pub fn render(report: &AuditReport) -> String {
         .filter(|a| single || a.declared.declared_level_met == Some(false))
     {
         details(&mut out, audit);
+    }
+    if !single {
+        security_summary(&mut out, report);
+    }
+    for audit in report
+        .bundles
+        .iter()
+        .filter(|a| single || !a.security.findings.is_empty())
+    {
+        security_findings(&mut out, audit, !single);
     }
     for error in &report.errors {
         let _ = writeln!(

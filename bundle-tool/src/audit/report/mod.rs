@@ -8,6 +8,7 @@ pub mod text;
 
 use super::assessment::{BundleAudit, LevelStatus};
 use super::evidence::Outcome;
+use super::security::{Risk, SecurityReview, overall_name};
 
 /// `3 (Full Lifecycle)`, or `none`.
 pub fn level_name(level: u8) -> String {
@@ -51,4 +52,42 @@ pub fn claim_word(audit: &BundleAudit) -> &'static str {
         Some(false) => "NOT MET",
         None => "-",
     }
+}
+
+/// A review's findings per level, highest first: `0 critical, 1 high, 0 medium, 5 low`.
+pub fn risk_counts(review: &SecurityReview) -> String {
+    Risk::ALL
+        .iter()
+        .rev()
+        .map(|r| format!("{} {r}", review.counts.get(r).copied().unwrap_or(0)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The one-line verdict of a review: `risk high (0 critical, 1 high, …)`, `risk none`, or
+/// why there is none.
+pub fn risk_line(review: &SecurityReview) -> String {
+    match review.risk {
+        Some(_) => format!("risk {} ({})", overall_name(review), risk_counts(review)),
+        None if review.reviewed => "risk none (no findings)".into(),
+        None => "not reviewed: a catalog entry carries no RBAC rules or pod templates".into(),
+    }
+}
+
+/// Bundles per overall risk across a report, highest first, as `N critical, N high, …`.
+pub fn bundles_per_risk(summary: &super::SecuritySummary) -> String {
+    let mut keys: Vec<&str> = Risk::ALL.iter().rev().map(|r| r.name()).collect();
+    keys.extend(["none", "notReviewed"]);
+    keys.iter()
+        .map(|k| {
+            let n = summary.bundles.get(*k).copied().unwrap_or(0);
+            let label = if *k == "notReviewed" {
+                "not reviewed"
+            } else {
+                k
+            };
+            format!("{n} {label}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -3,7 +3,20 @@
 use std::fmt::Write as _;
 
 use super::super::AuditReport;
-use super::{claim_word, declared_short, level_name, outcome_mark, status_word};
+use super::super::security::{RULES, SecurityReview, overall_name};
+use super::{
+    bundles_per_risk, claim_word, declared_short, level_name, outcome_mark, risk_line, status_word,
+};
+
+/// The findings of one bundle, each with its evidence and hint.
+fn security_section(out: &mut String, review: &SecurityReview) {
+    let _ = writeln!(out, "\nSecurity review: {}", risk_line(review));
+    for f in &review.findings {
+        let _ = writeln!(out, "  {:<8} {:<34} {}", f.risk.name(), f.rule, f.subject);
+        let _ = writeln!(out, "           {}", f.evidence);
+        let _ = writeln!(out, "           hint: {}", f.hint);
+    }
+}
 
 /// Renders `report` as plain text.
 pub fn render(report: &AuditReport) -> String {
@@ -45,6 +58,7 @@ pub fn render(report: &AuditReport) -> String {
                 );
             }
         }
+        security_section(&mut out, &audit.security);
         return out;
     }
     let width = report
@@ -56,7 +70,7 @@ pub fn render(report: &AuditReport) -> String {
         .max(7);
     let _ = writeln!(
         out,
-        "{:<width$}  {:<14} {:<8} {:<5} {:<5} {:<8} L1   L2   L3   L4   L5",
+        "{:<width$}  {:<14} {:<8} {:<5} {:<5} {:<8} L1   L2   L3   L4   L5   RISK",
         "PACKAGE", "VERSION", "DECLARED", "CUMUL", "INDEP", "CLAIM"
     );
     for audit in &report.bundles {
@@ -67,14 +81,15 @@ pub fn render(report: &AuditReport) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{:<width$}  {:<14} {:<8} {:<5} {:<5} {:<8} {}",
+            "{:<width$}  {:<14} {:<8} {:<5} {:<5} {:<8} {}  {}",
             audit.package,
             truncate(&audit.version, 14),
             declared_short(audit),
             audit.cumulative_level,
             audit.independent_level,
             claim_word(audit),
-            scores.join(" ")
+            scores.join(" "),
+            overall_name(&audit.security)
         );
     }
     let s = &report.summary;
@@ -86,6 +101,21 @@ pub fn render(report: &AuditReport) -> String {
         s.claims_not_met,
         report.errors.len()
     );
+    let _ = writeln!(
+        out,
+        "security review, bundles by highest risk: {}",
+        bundles_per_risk(&s.security)
+    );
+    let fired: Vec<_> = RULES
+        .iter()
+        .filter_map(|r| s.security.rules.get(r.id).map(|t| (r.id, t)))
+        .collect();
+    if !fired.is_empty() {
+        let _ = writeln!(out, "\n{:<36} {:>8} {:>8}", "RULE", "FINDINGS", "BUNDLES");
+        for (id, tally) in fired {
+            let _ = writeln!(out, "{id:<36} {:>8} {:>8}", tally.findings, tally.bundles);
+        }
+    }
     out
 }
 
