@@ -235,8 +235,14 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(std::fs::read(catalog.join("p/catalog.json")).unwrap(), b"new");
-        assert_eq!(std::fs::read(catalog.join("template.yaml")).unwrap(), b"new");
+        assert_eq!(
+            std::fs::read(catalog.join("p/catalog.json")).unwrap(),
+            b"new"
+        );
+        assert_eq!(
+            std::fs::read(catalog.join("template.yaml")).unwrap(),
+            b"new"
+        );
         assert_eq!(std::fs::read(catalog.join("kept")).unwrap(), b"kept");
         let mut was = String::new();
         std::io::Read::read_to_string(&mut &old, &mut was).unwrap();

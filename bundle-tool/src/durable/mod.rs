@@ -20,4 +20,4 @@ mod stale;
 
 pub use file::{sync_dir, write_file};
 pub use folder::{StagedDir, commit_files, staging_dir};
-pub use stale::is_staging_name;
+pub use stale::{is_staging_name, sweep};

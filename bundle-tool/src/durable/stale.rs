@@ -31,8 +31,10 @@ pub(super) fn parent_of(path: &Path) -> &Path {
 }
 
 /// Removes the staging entries of `target` whose process no longer runs. Best effort: a
-/// leftover that cannot be removed is only clutter, never read as an output.
-pub(super) fn sweep(target: &Path) {
+/// leftover that cannot be removed is only clutter, never read as an output. Every write of
+/// this module sweeps first; a command that finds nothing to write calls it itself, so that
+/// its re-run after a kill still clears what the killed run left.
+pub fn sweep(target: &Path) {
     let Some(name) = target.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
@@ -88,8 +90,14 @@ mod tests {
         }
         sweep(&target);
         assert!(!dead.exists(), "a dead process's temporary file stays");
-        assert!(live.exists(), "a running process's temporary file was removed");
-        assert!(other.exists(), "another target's temporary file was removed");
+        assert!(
+            live.exists(),
+            "a running process's temporary file was removed"
+        );
+        assert!(
+            other.exists(),
+            "another target's temporary file was removed"
+        );
         assert!(is_staging_name(".index.json.bundle-tool-0-abc"));
         assert!(!is_staging_name("index.json"));
     }

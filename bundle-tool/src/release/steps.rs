@@ -13,8 +13,8 @@ use super::{Plan, ReleaseError, bundle_diff};
 use crate::action::{BundleInputs, catalog_image, created_at, created_at_of_csv};
 use crate::audit::CapabilityLevel;
 use crate::bundle::write::write_bundle;
-use crate::durable;
 use crate::catalog::render::render_bundle_dir;
+use crate::durable;
 use crate::image::{self, BuiltImage, parse_reference};
 use crate::validate::Optional;
 
@@ -372,9 +372,15 @@ fn publish_to_layout(
     staged: Option<&StagedCatalog>,
 ) -> Result<(), ReleaseError> {
     let layout = &plan.oci_layout;
+    // A re-run after a kill may have nothing to write to the catalog; what the killed run
+    // staged beside it goes all the same.
+    durable::sweep(&plan.catalog_dir);
     let before = LayoutSnapshot::take(layout);
     let written = (|| -> std::io::Result<[bool; 2]> {
-        let images = [(plan.bundle_tag.as_str(), bundle), (plan.catalog_tag.as_str(), catalog)];
+        let images = [
+            (plan.bundle_tag.as_str(), bundle),
+            (plan.catalog_tag.as_str(), catalog),
+        ];
         let wrote = images.map(|(tag, image)| {
             image::layout_digest(layout, tag).as_deref() != Some(image.digest().as_str())
         });
@@ -434,6 +440,7 @@ fn publish_to_registries(
     catalog: &BuiltImage,
     staged: Option<&StagedCatalog>,
 ) -> Result<(), ReleaseError> {
+    durable::sweep(&plan.catalog_dir);
     let access = plan.registry.access().map_err(|e| ReleaseError::Push {
         reference: plan.bundle_image(),
         message: format!("reading the password from standard input: {e}"),
