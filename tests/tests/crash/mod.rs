@@ -94,7 +94,9 @@ pub struct Case<'a> {
 /// What the runs of one case found.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Uniform draws plus one run per rename of the full run.
     pub runs: usize,
+    pub at_renames: usize,
     pub kills: usize,
     pub calls_in_a_full_run: usize,
     /// Kills by syscall name.
@@ -111,8 +113,9 @@ impl std::fmt::Display for Report {
         let hits: Vec<String> = self.hits.iter().map(|(n, c)| format!("{n} {c}")).collect();
         write!(
             f,
-            "{} runs, {} killed ({} calls traced in a full run); hit: {}; outputs old after the kill in {}, new in {}, mixed in {}; {} failures; {:.0} s",
+            "{} runs ({} of them at the renames), {} killed ({} calls traced in a full run); hit: {}; outputs old after the kill in {}, new in {}, mixed in {}; {} failures; {:.0} s",
             self.runs,
+            self.at_renames,
             self.kills,
             self.calls_in_a_full_run,
             hits.join(", "),
@@ -162,12 +165,21 @@ pub fn crash(case: &Case, runs: usize, seed: u64) -> Report {
         calls_in_a_full_run: calls.len(),
         ..Report::default()
     };
-    for run in 1..=runs {
+    // Beyond the uniform draws, every rename of the full run is a kill point once: the
+    // windows between commit renames are single calls that 100 draws among hundreds miss
+    // about two times in three.
+    let renames = strace::renames(&calls);
+    report.runs += renames.len();
+    report.at_renames = renames.len();
+    let kills: Vec<strace::Kill> = (0..runs)
+        .map(|_| strace::pick(&calls, &mut rng))
+        .chain(renames)
+        .collect();
+    for (run, kill) in (1..).zip(kills) {
         let dir = work.path().join(format!("run-{run}"));
         state::copy_tree(&case.pristine, &dir);
         (case.prepare)(&dir, run);
         let invocation = (case.invocation)(&dir, run);
-        let kill = strace::pick(&calls, &mut rng);
         let killed = strace::run_killed(&program, &invocation, &kill);
         let fail = |what: String| {
             format!(

@@ -89,6 +89,26 @@ pub fn pick(calls: &[Call], rng: &mut SplitMix) -> Kill {
     }
 }
 
+/// A kill point at each rename call of `calls` (the signal is taken on entry, so the run
+/// dies with every earlier rename done and this one not).
+pub fn renames(calls: &[Call]) -> Vec<Kill> {
+    let mut seen: std::collections::BTreeMap<(u32, &str), usize> = Default::default();
+    let mut kills = Vec::new();
+    for call in calls {
+        let nth = seen
+            .entry((call.thread, call.syscall.as_str()))
+            .or_default();
+        *nth += 1;
+        if call.syscall.starts_with("rename") && *nth <= 65_535 {
+            kills.push(Kill {
+                syscall: call.syscall.clone(),
+                nth: *nth,
+            });
+        }
+    }
+    kills
+}
+
 /// Runs `invocation` with SIGKILL injected at `kill`; whether it was killed (a run whose
 /// calls came out fewer than in the counted run ends normally).
 pub fn run_killed(program: &Path, invocation: &Invocation, kill: &Kill) -> bool {
