@@ -7,11 +7,10 @@
 
 mod crash;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crash::state::{check_layout, check_registry, file_digest, registry_tag, tree_digest};
-use crash::{Case, Invocation, assert_crash_safe};
+use crash::{Case, Invocation, Outputs, Step, assert_crash_safe};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -42,18 +41,18 @@ fn bundle(dir: &Path, version: &str, name: &str) {
     Invocation::new(dir, &["generate", "--version", version, "--output", name]).run();
 }
 
-fn outputs(pairs: &[(&str, Option<String>)]) -> BTreeMap<String, Option<String>> {
+fn outputs(pairs: &[(&str, Option<String>)]) -> Outputs {
     pairs
         .iter()
         .map(|(n, d)| (n.to_string(), d.clone()))
         .collect()
 }
 
-fn no_check() -> Box<dyn Fn(&Path, usize) -> Result<(), String>> {
+fn no_check() -> Step<'static, Result<(), String>> {
     Box::new(|_, _| Ok(()))
 }
 
-fn no_prepare() -> Box<dyn Fn(&Path, usize)> {
+fn no_prepare() -> Step<'static, ()> {
     Box::new(|_, _| {})
 }
 

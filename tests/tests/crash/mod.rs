@@ -76,19 +76,25 @@ pub fn describe(invocation: &Invocation, output: &Output) -> String {
     )
 }
 
+/// A step of a case, given the run's folder and number.
+pub type Step<'a, T> = Box<dyn Fn(&Path, usize) -> T + 'a>;
+
+/// Each output by name, and a digest of its whole content (`None`: absent).
+pub type Outputs = BTreeMap<String, Option<String>>;
+
 /// What one command's crash runs need.
 pub struct Case<'a> {
     pub name: &'static str,
     /// A folder in the old state; every run starts from a copy of it.
     pub pristine: PathBuf,
     /// Makes the run's extra old state (a registry repository), before the command runs.
-    pub prepare: Box<dyn Fn(&Path, usize) + 'a>,
+    pub prepare: Step<'a, ()>,
     /// The command that makes the new version, run in the copy.
-    pub invocation: Box<dyn Fn(&Path, usize) -> Invocation + 'a>,
+    pub invocation: Step<'a, Invocation>,
     /// Each output by name, and a digest of its whole content (`None`: absent).
-    pub outputs: Box<dyn Fn(&Path, usize) -> BTreeMap<String, Option<String>> + 'a>,
+    pub outputs: Step<'a, Outputs>,
     /// Integrity beyond old-or-new (blobs an index names exist, and so on).
-    pub check: Box<dyn Fn(&Path, usize) -> Result<(), String> + 'a>,
+    pub check: Step<'a, Result<(), String>>,
 }
 
 /// What the runs of one case found.
@@ -261,7 +267,9 @@ pub fn assert_crash_safe(case: &Case) {
     let report = crash(case, runs(), seed);
     eprintln!("{}: {report}", case.name);
     assert!(
-        report.kills * 10 >= report.runs * 9,
+        // Thread scheduling moves a few calls between threads; far fewer kills than runs
+        // means the drawn points are not this binary's calls.
+        report.kills * 4 >= report.runs * 3,
         "{}: only {} of {} runs were killed: the kill points do not match the runs",
         case.name,
         report.kills,
