@@ -12,13 +12,14 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 say "system packages"
 # program:debian-package
+# strace: the crash-safety harness (tests/tests/crash_safety.rs) kills bundle-tool at chosen syscalls.
 # The real node: containerd, runc, the CNI plugins, iptables and conntrack for kube-proxy,
 # busybox-static for test pods, gcc with the static C library for the pause image, Redis and
 # its Prometheus exporter (the sample RedisCluster OLM's operator reconciles has metrics on).
 needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
   /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev redis-server:redis-server \
-  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter"
+  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace"
 missing=""
 for pair in $needed; do
   program=${pair%%:*}

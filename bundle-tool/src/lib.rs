@@ -13,6 +13,7 @@
 //! - [`serve`]: the OLM registry gRPC API over a catalog, like `opm serve`, with hot reload.
 //! - [`bundle`]: the registry+v1 bundle layout, generating one from an operator's manifests
 //!   (CSV folding) and writing it atomically.
+//! - [`durable`]: replacing output files and folders so that a kill leaves the old or the new.
 //! - [`go_json`]: JSON text as Go and opm write it (escapes, numbers), for every writer.
 //! - [`heap`]: allocator settings for commands that hold whole catalogs, and the server.
 //! - [`parallel`]: per-item work on every core, results in input order.
@@ -26,6 +27,7 @@ pub mod action;
 pub mod audit;
 pub mod bundle;
 pub mod catalog;
+pub mod durable;
 pub mod go_json;
 pub mod go_quote;
 pub mod health_probe;

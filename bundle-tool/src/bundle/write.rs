@@ -1,12 +1,16 @@
 //! Writing a bundle so that an interrupted run leaves the previous bundle whole: everything
-//! goes to a temporary folder beside the target, which then replaces the target by rename.
+//! goes to a staging folder beside the target, which is then exchanged with the target in one
+//! rename (see [`crate::durable`]).
 
 use std::path::{Path, PathBuf};
 
 use super::GeneratedBundle;
+use crate::durable;
 
 /// Writes `bundle` to `dir` (replacing it) and `bundle.Dockerfile` beside it.
-/// Returns the Dockerfile's path.
+/// Returns the Dockerfile's path. Each of the two is replaced atomically on its own: a kill
+/// between them leaves the new folder beside the old Dockerfile, whose labels only change
+/// when the package or channels do.
 pub fn write_bundle(bundle: &GeneratedBundle, dir: &Path) -> std::io::Result<PathBuf> {
     let parent = dir
         .parent()
@@ -17,9 +21,7 @@ pub fn write_bundle(bundle: &GeneratedBundle, dir: &Path) -> std::io::Result<Pat
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "bundle".into());
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{name}.new-"))
-        .tempdir_in(parent)?;
+    let staging = durable::staging_dir(dir)?;
     for (relative, content) in &bundle.files {
         let path = staging.path().join(relative);
         if let Some(folder) = path.parent() {
@@ -27,49 +29,11 @@ pub fn write_bundle(bundle: &GeneratedBundle, dir: &Path) -> std::io::Result<Pat
         }
         std::fs::write(&path, content)?;
     }
-    replace_dir(staging.keep(), dir)?;
+    staging.commit()?;
 
     let dockerfile = parent.join("bundle.Dockerfile");
-    write_file_atomically(&dockerfile, bundle.annotations.dockerfile(&name).as_bytes())?;
+    durable::write_file(&dockerfile, bundle.annotations.dockerfile(&name).as_bytes())?;
     Ok(dockerfile)
-}
-
-/// Moves `staged` to `target`, with the old `target` out of the way first; the old one is
-/// deleted only after the new one is in place.
-fn replace_dir(staged: PathBuf, target: &Path) -> std::io::Result<()> {
-    if target.exists() {
-        let parent = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let old = tempfile::Builder::new()
-            .prefix(".bundle.old-")
-            .tempdir_in(parent)?
-            .keep();
-        std::fs::remove_dir(&old)?;
-        std::fs::rename(target, &old)?;
-        if let Err(error) = std::fs::rename(&staged, target) {
-            // Put the old one back: never leave nothing.
-            let _ = std::fs::rename(&old, target);
-            return Err(error);
-        }
-        std::fs::remove_dir_all(&old)?;
-    } else {
-        std::fs::rename(&staged, target)?;
-    }
-    Ok(())
-}
-
-/// Writes a file through a temporary file in the same folder and a rename.
-pub fn write_file_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(parent)?;
-    std::io::Write::write_all(&mut file, content)?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// What differs between `bundle` and the bundle at `dir` (and its Dockerfile): missing,

@@ -69,6 +69,17 @@ pub fn run(args: &AddArgs) -> Result<String, String> {
     let bundle = render_argument(args)?;
     let mut file = PackageFile::open(&args.catalog, &bundle.package)?;
     let name = bundle.name.clone();
+    let skip_range = args.skip_range.as_deref().unwrap_or_default();
+    if is_added(&file.config, &bundle, &args.channels, skip_range) {
+        // The re-run of an add that was killed after its commit (or that CI repeats): the
+        // edit is there already, so succeed without writing, clearing what a kill left.
+        crate::durable::sweep(&args.catalog);
+        return Ok(format!(
+            "{name} is already the head of {} in {}; nothing changed\n",
+            args.channels.join(", "),
+            file.path.display()
+        ));
+    }
     add_bundle(
         &mut file.config,
         bundle,
@@ -104,6 +115,31 @@ fn render_argument(args: &AddArgs) -> Result<Bundle, String> {
     }
     location.map_err(|e| e.to_string())?;
     BundleSources::new(args.plain_http).render_image(&args.bundle)
+}
+
+/// Whether `config` has `bundle` exactly as rendered, with an entry of `skip_range` for it in
+/// each of `channels` and heading each: what [`add_bundle`] would have made.
+fn is_added(
+    config: &DeclarativeConfig,
+    bundle: &Bundle,
+    channels: &[String],
+    skip_range: &str,
+) -> bool {
+    config.bundles.iter().any(|b| b == bundle)
+        && channels.iter().all(|name| {
+            config
+                .channels
+                .iter()
+                .find(|c| c.name == *name && c.package == bundle.package)
+                .is_some_and(|channel| {
+                    channel
+                        .entries
+                        .iter()
+                        .any(|e| e.name == bundle.name && e.skip_range == skip_range)
+                        && current_head(channel).ok().flatten().as_deref()
+                            == Some(bundle.name.as_str())
+                })
+        })
 }
 
 /// Adds `bundle` to a package's documents and makes it the head of `channels`.

@@ -5,15 +5,18 @@
 //! usually stored: `<catalog>/<package>/catalog.json` (or `.yaml`/`.yml`) holding every
 //! document of that package. The edit is applied to that file's documents, the whole catalog
 //! (the other packages as they are plus the edited one) is validated with every `opm validate`
-//! rule, and only then is the file replaced — through a temporary file and a rename, so a
-//! rejected edit or a crash leaves the catalog as it was.
+//! rule, and only then is the file replaced — in a staged copy of the catalog folder that is
+//! exchanged with the folder in one rename ([`crate::durable::commit_files`]), so a rejected
+//! edit or a kill leaves the catalog as it was. (A temporary file inside the catalog would
+//! not do: catalog loaders read every file whatever its name, and a killed run's leftover
+//! would be loaded as a second copy of the package, or as a truncated document.)
 
 use std::path::{Path, PathBuf};
 
 use super::declcfg::{DeclarativeConfig, load_dir, load_str};
 use super::model::Model;
 use super::template::CatalogFormat;
-use crate::bundle::write::write_file_atomically;
+use crate::durable;
 
 /// The file names a package's documents may live in, in order of preference.
 const FILE_NAMES: [&str; 3] = ["catalog.json", "catalog.yaml", "catalog.yml"];
@@ -23,6 +26,8 @@ const FILE_NAMES: [&str; 3] = ["catalog.json", "catalog.yaml", "catalog.yml"];
 pub struct PackageFile {
     /// The file the package is (or will be) written to.
     pub path: PathBuf,
+    /// The catalog folder, the unit a commit replaces.
+    catalog: PathBuf,
     /// The package's documents; edits change these.
     pub config: DeclarativeConfig,
     /// Every other document of the catalog, for validating the result as a whole.
@@ -67,6 +72,7 @@ impl PackageFile {
         }
         Ok(PackageFile {
             path,
+            catalog: catalog.to_path_buf(),
             config,
             rest,
             format,
@@ -81,6 +87,7 @@ impl PackageFile {
         }
         Ok(PackageFile {
             path: catalog.join(package).join(FILE_NAMES[0]),
+            catalog: catalog.to_path_buf(),
             config: DeclarativeConfig::default(),
             rest: DeclarativeConfig::default(),
             format: CatalogFormat::Json,
@@ -92,10 +99,7 @@ impl PackageFile {
     /// (or its tree of problems).
     pub fn commit(self) -> Result<PathBuf, String> {
         let content = self.validated_content()?;
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
-        write_file_atomically(&self.path, content.as_bytes())
+        durable::commit_files(&self.catalog, &[(self.path.clone(), content.into_bytes())])
             .map_err(|e| format!("{}: {e}", self.path.display()))?;
         Ok(self.path)
     }

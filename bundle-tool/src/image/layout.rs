@@ -5,31 +5,46 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::{BuiltImage, digest};
-use crate::bundle::write::write_file_atomically;
+use crate::durable;
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
+/// Writes one blob unless the layout has it whole already (a blob's name is its digest, so a
+/// file of the right size under it is this blob: every blob is written by a rename of a
+/// complete, fsynced file).
 fn write_blob(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let hex = digest(bytes).trim_start_matches("sha256:").to_string();
     let path = dir.join("blobs").join("sha256").join(hex);
-    if !path.exists() {
+    let whole = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
+    if !whole {
         std::fs::create_dir_all(path.parent().expect("blob folder"))?;
-        write_file_atomically(&path, bytes)?;
+        durable::write_file(&path, bytes)?;
     }
     Ok(())
 }
 
 /// Adds `image` to the layout at `dir` under `tag` (replacing an earlier image of that tag).
 pub fn write_layout(dir: &Path, tag: &str, image: &BuiltImage) -> std::io::Result<()> {
+    write_images(dir, &[(tag, image)])
+}
+
+/// Adds every `(tag, image)` to the layout at `dir` in one change of `index.json`: every blob
+/// is written and fsynced first, so that no state of `index.json` a kill can leave names a
+/// blob that is not there, and the index is replaced once, so that it shows all the new tags
+/// or none.
+pub fn write_images(dir: &Path, images: &[(&str, &BuiltImage)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    write_file_atomically(
-        &dir.join("oci-layout"),
-        br#"{"imageLayoutVersion":"1.0.0"}"#,
-    )?;
-    for (_, blob) in image.blobs() {
-        write_blob(dir, blob)?;
+    let marker = dir.join("oci-layout");
+    const MARKER: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
+    if std::fs::read(&marker).ok().as_deref() != Some(MARKER) {
+        durable::write_file(&marker, MARKER)?;
     }
-    write_blob(dir, &image.manifest)?;
+    for (_, image) in images {
+        for (_, blob) in image.blobs() {
+            write_blob(dir, blob)?;
+        }
+        write_blob(dir, &image.manifest)?;
+    }
     let index_path = dir.join("index.json");
     let mut index: Value = std::fs::read(&index_path)
         .ok()
@@ -38,14 +53,16 @@ pub fn write_layout(dir: &Path, tag: &str, image: &BuiltImage) -> std::io::Resul
     let manifests = index["manifests"]
         .as_array_mut()
         .expect("index.json has manifests");
-    manifests.retain(|m| m["annotations"][REF_NAME] != tag);
-    manifests.push(json!({
-        "mediaType": image.media_type(),
-        "digest": image.digest(),
-        "size": image.manifest.len(),
-        "annotations": {REF_NAME: tag},
-    }));
-    write_file_atomically(
+    for (tag, image) in images {
+        manifests.retain(|m| m["annotations"][REF_NAME] != *tag);
+        manifests.push(json!({
+            "mediaType": image.media_type(),
+            "digest": image.digest(),
+            "size": image.manifest.len(),
+            "annotations": {REF_NAME: tag},
+        }));
+    }
+    durable::write_file(
         &index_path,
         &serde_json::to_vec(&index).expect("serializes"),
     )

@@ -21,7 +21,7 @@ pub use catalog::{
     server_binary,
 };
 pub use credentials::Credentials;
-pub use layout::{layout_digest, read_layout, write_layout};
+pub use layout::{layout_digest, read_layout, write_images, write_layout};
 pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_temp};
 pub use reference::parse_reference;
 pub use registry::RegistryClient;

@@ -12,8 +12,9 @@ use super::summary::{StepStatus, Summary};
 use super::{Plan, ReleaseError, bundle_diff};
 use crate::action::{BundleInputs, catalog_image, created_at, created_at_of_csv};
 use crate::audit::CapabilityLevel;
-use crate::bundle::write::{write_bundle, write_file_atomically};
+use crate::bundle::write::write_bundle;
 use crate::catalog::render::render_bundle_dir;
+use crate::durable;
 use crate::image::{self, BuiltImage, parse_reference};
 use crate::validate::Optional;
 
@@ -432,17 +433,27 @@ fn publish_to_layout(
     staged: Option<&StagedCatalog>,
 ) -> Result<(), ReleaseError> {
     let layout = &plan.oci_layout;
+    // A re-run after a kill may have nothing to write to the catalog; what the killed run
+    // staged beside it goes all the same.
+    durable::sweep(&plan.catalog_dir);
     let before = LayoutSnapshot::take(layout);
     let written = (|| -> std::io::Result<[bool; 2]> {
-        let mut wrote = [false; 2];
-        for (i, (tag, image)) in [(&plan.bundle_tag, bundle), (&plan.catalog_tag, catalog)]
+        let images = [
+            (plan.bundle_tag.as_str(), bundle),
+            (plan.catalog_tag.as_str(), catalog),
+        ];
+        let wrote = images.map(|(tag, image)| {
+            image::layout_digest(layout, tag).as_deref() != Some(image.digest().as_str())
+        });
+        // Both tags in one index update: a kill never leaves the new bundle tagged beside the
+        // old catalog image.
+        let changed: Vec<(&str, &BuiltImage)> = images
             .into_iter()
-            .enumerate()
-        {
-            if image::layout_digest(layout, tag).as_deref() != Some(image.digest().as_str()) {
-                image::write_layout(layout, tag, image)?;
-                wrote[i] = true;
-            }
+            .zip(wrote)
+            .filter_map(|(image, wrote)| wrote.then_some(image))
+            .collect();
+        if !changed.is_empty() {
+            image::write_images(layout, &changed)?;
         }
         Ok(wrote)
     })();
@@ -469,7 +480,7 @@ fn publish_to_layout(
         format!("{}:{}", layout.display(), plan.bundle_tag),
     );
     if let Some(staged) = staged
-        && let Err(error) = commit_catalog(staged)
+        && let Err(error) = commit_catalog(&plan.catalog_dir, staged)
     {
         before.restore(layout);
         return Err(error);
@@ -490,6 +501,7 @@ fn publish_to_registries(
     catalog: &BuiltImage,
     staged: Option<&StagedCatalog>,
 ) -> Result<(), ReleaseError> {
+    durable::sweep(&plan.catalog_dir);
     let access = plan.registry.access().map_err(|e| ReleaseError::Push {
         reference: plan.bundle_image(),
         message: format!("reading the password from standard input: {e}"),
@@ -520,7 +532,7 @@ fn publish_to_registries(
         format!("{bundle_reference}@{}", bundle.digest()),
     );
     if let Some(staged) = staged {
-        commit_catalog(staged)?;
+        commit_catalog(&plan.catalog_dir, staged)?;
     }
     match push(&plan.catalog_image, catalog) {
         Ok(digest) => {
@@ -551,31 +563,19 @@ fn publish_to_registries(
     }
 }
 
-/// Writes the staged catalog files into place, each atomically; if one fails, those already
-/// written get their old content back.
-fn commit_catalog(staged: &StagedCatalog) -> Result<(), ReleaseError> {
-    let mut written: Vec<(&Path, Option<Vec<u8>>)> = Vec::new();
-    for (path, content) in &staged.files {
-        let old = std::fs::read(path).ok();
-        let result = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| write_file_atomically(path, content.as_bytes()));
-        if let Err(error) = result {
-            for (done, old) in written.into_iter().rev() {
-                let _ = match old {
-                    Some(bytes) => write_file_atomically(done, &bytes),
-                    None => std::fs::remove_file(done),
-                };
-            }
-            return Err(ReleaseError::Write {
-                path: path.clone(),
-                message: format!("writing the catalog (put back as it was): {error}"),
-            });
-        }
-        written.push((path, old));
-    }
-    Ok(())
+/// Writes the staged catalog files into place as one change of the catalog folder: a kill
+/// leaves every file old or every file new (a template edited without the package file it
+/// renders would make the next release refuse the catalog as edited by hand).
+fn commit_catalog(catalog: &Path, staged: &StagedCatalog) -> Result<(), ReleaseError> {
+    let files: Vec<(PathBuf, Vec<u8>)> = staged
+        .files
+        .iter()
+        .map(|(path, content)| (path.clone(), content.clone().into_bytes()))
+        .collect();
+    durable::commit_files(catalog, &files).map_err(|error| ReleaseError::Write {
+        path: catalog.to_path_buf(),
+        message: format!("writing the catalog (left as it was): {error}"),
+    })
 }
 
 /// `createdAt` of the released bundle's CSV, from its `olm.bundle.object`.
@@ -619,7 +619,7 @@ impl LayoutSnapshot {
         for (name, old) in [("index.json", &self.index), ("oci-layout", &self.marker)] {
             let path = layout.join(name);
             let _ = match old {
-                Some(bytes) => write_file_atomically(&path, bytes),
+                Some(bytes) => durable::write_file(&path, bytes),
                 None => std::fs::remove_file(&path),
             };
         }
@@ -684,7 +684,7 @@ mod tests {
     }
 
     #[test]
-    fn a_catalog_write_that_fails_halfway_puts_back_the_files_written() {
+    fn a_catalog_write_that_fails_halfway_changes_no_file() {
         let dir = tempfile::tempdir().unwrap();
         let written = dir.path().join("catalog.json");
         std::fs::write(&written, "old").unwrap();
@@ -699,7 +699,7 @@ mod tests {
             heads: BTreeMap::new(),
             how: String::new(),
         };
-        let error = commit_catalog(&staged).unwrap_err();
+        let error = commit_catalog(dir.path(), &staged).unwrap_err();
         assert!(
             error.to_string().contains("blocker/template.yaml"),
             "{error}"
