@@ -374,6 +374,24 @@ fn a_failing_step_leaves_the_catalog_and_the_layout_as_they_were() {
     assert_eq!(step_status(&run, "audit"), "failed");
     assert!(before == repo.snapshot());
 
+    // The security review above the maximum: the operator reads Secrets cluster-wide (high).
+    let (run, stderr) =
+        failure(&repo.release(&["--version", "0.5.0", "--max-risk", "medium", "-o", "json"]));
+    assert!(
+        stderr.contains("security review finds risks above medium (--max-risk)")
+            && stderr.contains("high rbac-secrets-read"),
+        "{stderr}"
+    );
+    assert_eq!(step_status(&run, "audit"), "failed");
+    assert_eq!(step_status(&run, "build-bundle"), "not-run");
+    assert!(before == repo.snapshot());
+    let (_, stderr) = failure(&repo.release(&["--version", "0.5.0", "--max-risk", "severe"]));
+    assert!(
+        stderr.contains("\"severe\" is not a risk level"),
+        "{stderr}"
+    );
+    assert!(before == repo.snapshot());
+
     // A bundle that fails validation (a category operatorhub does not know).
     repo.edit_config("categories: [Database]", "categories: [Not A Category]");
     let (run, stderr) = failure(&repo.release(&["--version", "0.5.0", "-o", "json"]));

@@ -45,6 +45,10 @@ pub struct ReleaseArgs {
     /// `release.minLevel`).
     #[arg(long)]
     pub min_level: Option<String>,
+    /// Fail when the security review finds a risk above this one: low, medium, high or
+    /// critical (overrides `release.maxRisk`).
+    #[arg(long)]
+    pub max_risk: Option<String>,
     /// Push the images to the registries their references name (or `release.push: true`);
     /// without it they go to the OCI layout and nothing is pushed.
     #[arg(long)]

@@ -69,6 +69,10 @@ pub struct ReleaseConfig {
     /// (`Full Lifecycle`).
     #[serde(default)]
     pub min_level: Option<Value>,
+    /// The highest security-review risk a release may have (`low`, `medium`, `high`,
+    /// `critical`); a finding above it fails the audit step.
+    #[serde(default)]
+    pub max_risk: Option<String>,
     /// The `skipRange` of the release's catalog entries.
     #[serde(default)]
     pub skip_range: Option<String>,

@@ -62,6 +62,21 @@ pub enum ReleaseError {
         /// Where the minimum was set.
         setting: String,
     },
+    /// The security review found a risk above the maximum.
+    #[error(
+        "{name}'s security review finds risks above {max} ({setting}):\n  {}",
+        findings.join("\n  ")
+    )]
+    AboveRisk {
+        /// The bundle name.
+        name: String,
+        /// The maximum.
+        max: crate::audit::security::Risk,
+        /// Where the maximum was set.
+        setting: String,
+        /// Each finding above it: risk, rule, subject, evidence.
+        findings: Vec<String>,
+    },
     /// The version is already in the catalog with other content.
     #[error(
         "{name} is already released in {catalog} and this release differs from it; a release is immutable, so release a new version instead:\n  {}",

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::ReleaseError;
 use crate::action::{RegistryArgs, ReleaseArgs};
 use crate::audit::CapabilityLevel;
+use crate::audit::security::Risk;
 use crate::bundle::GenerateConfig;
 use crate::image::parse_reference;
 
@@ -41,6 +42,8 @@ pub struct Plan {
     pub skip_range: Option<String>,
     /// The lowest acceptable assessed level, and where it was set.
     pub min_level: Option<(u8, String)>,
+    /// The highest acceptable security-review risk, and where it was set.
+    pub max_risk: Option<(Risk, String)>,
     /// Push to registries (else write the OCI layout).
     pub push: bool,
     /// The OCI layout folder when not pushing.
@@ -140,6 +143,19 @@ impl Plan {
             }
             (None, None) => None,
         };
+        let max_risk = match (&args.max_risk, &release.max_risk) {
+            (Some(text), _) => Some((
+                text.parse::<Risk>()
+                    .map_err(|e| config_error(format!("--max-risk: {e}")))?,
+                "--max-risk".to_string(),
+            )),
+            (None, Some(text)) => Some((
+                text.parse::<Risk>()
+                    .map_err(|e| config_error(format!("release.maxRisk: {e}")))?,
+                format!("release.maxRisk in {}", args.config.display()),
+            )),
+            (None, None) => None,
+        };
         let catalog_dir = args
             .catalog
             .clone()
@@ -164,6 +180,7 @@ impl Plan {
             channels,
             skip_range: args.skip_range.clone().or(release.skip_range.clone()),
             min_level,
+            max_risk,
             push: args.push || release.push,
             oci_layout,
             registry: args.registry.clone(),

@@ -40,6 +40,7 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
                     Some("catalog-add")
                 }
                 ReleaseError::UpgradeUnsafe { .. } => Some("check-upgrade"),
+                ReleaseError::BelowLevel { .. } | ReleaseError::AboveRisk { .. } => Some("audit"),
                 ReleaseError::Step { step, .. } => Some(*step),
                 _ => None,
             };
@@ -192,11 +193,31 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             setting: setting.clone(),
         });
     }
+    // The security review (as `audit --max-risk`): a finding above the maximum fails.
+    let security = audits.first().map(|a| &a.security);
+    let risk = security
+        .and_then(|s| s.risk)
+        .map_or("no finding".to_string(), |r| format!("risk {r}"));
+    if let Some((max, setting)) = &plan.max_risk {
+        let above: Vec<String> = security
+            .into_iter()
+            .flat_map(|s| s.above(*max))
+            .map(|f| format!("{} {}: {}: {}", f.risk, f.rule, f.subject, f.evidence))
+            .collect();
+        if !above.is_empty() {
+            return Err(ReleaseError::AboveRisk {
+                name: plan.bundle_name.clone(),
+                max: *max,
+                setting: setting.clone(),
+                findings: above,
+            });
+        }
+    }
     summary.set(
         "audit",
         StepStatus::Done,
         format!(
-            "level {level} ({})",
+            "level {level} ({}), security review: {risk}",
             level_name.as_deref().unwrap_or("none")
         ),
     );
@@ -352,10 +373,13 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
             format!("write {}:{tag}", plan.oci_layout.display())
         }
     };
-    let min = match &plan.min_level {
+    let mut min = match &plan.min_level {
         Some((min, setting)) => format!("fail below level {min} ({setting})"),
         None => "no minimum level".into(),
     };
+    if let Some((max, setting)) = &plan.max_risk {
+        min.push_str(&format!(", fail above risk {max} ({setting})"));
+    }
     summary.set("validate", StepStatus::Planned, "suite=operatorframework");
     summary.set("audit", StepStatus::Planned, min);
     summary.set("build-bundle", StepStatus::Planned, plan.bundle_image());
