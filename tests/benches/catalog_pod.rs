@@ -154,7 +154,21 @@ async fn main() -> anyhow::Result<()> {
                     .map(|s| s.memory as f64 / (1 << 20) as f64)
                     .collect(),
             );
-            println!("{label}\t{kind}\t{ready:.2}\t{memory:.1}");
+            // Every sample too: READY moves in steps of OLM's probe and reconnect periods.
+            let each: Vec<String> = samples
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{:.1} s/{:.1} MiB",
+                        s.ready.as_secs_f64(),
+                        s.memory as f64 / (1 << 20) as f64
+                    )
+                })
+                .collect();
+            println!(
+                "{label}\t{kind}\t{ready:.2}\t{memory:.1}\t({})",
+                each.join(", ")
+            );
             medians.push((ready, memory));
         }
         println!(
