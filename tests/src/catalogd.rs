@@ -177,24 +177,21 @@ impl Catalogd {
             program.display().to_string(),
         ];
         let addr = |port: u16| format!("127.0.0.1:{port}");
-        args.extend(
-            [
-                format!("--catalogs-server-addr={}", addr(catalog_port)),
-                format!("--external-address={}", addr(catalog_port)),
-                format!("--health-probe-bind-address={}", addr(probe_port)),
-                format!("--metrics-bind-address={}", addr(metrics_port)),
-                format!("--webhook-server-port={webhook_port}"),
-                format!("--tls-cert={}", cert.display()),
-                format!("--tls-key={}", key.display()),
-                format!("--cache-dir={}", root.join("cache").display()),
-                format!("--system-namespace={NAMESPACE}"),
-                format!(
-                    "--feature-gates=APIV1MetasHandler={}",
-                    options.metas_handler
-                ),
-            ]
-            .into_iter(),
-        );
+        args.extend([
+            format!("--catalogs-server-addr={}", addr(catalog_port)),
+            format!("--external-address={}", addr(catalog_port)),
+            format!("--health-probe-bind-address={}", addr(probe_port)),
+            format!("--metrics-bind-address={}", addr(metrics_port)),
+            format!("--webhook-server-port={webhook_port}"),
+            format!("--tls-cert={}", cert.display()),
+            format!("--tls-key={}", key.display()),
+            format!("--cache-dir={}", root.join("cache").display()),
+            format!("--system-namespace={NAMESPACE}"),
+            format!(
+                "--feature-gates=APIV1MetasHandler={}",
+                options.metas_handler
+            ),
+        ]);
         let path = |sub: &str| root.join(sub).display().to_string();
         let (home, run, config) = (path("home"), path("run"), path("home/.config"));
         let (kubeconfig, registries_conf, policy) = (
