@@ -19,6 +19,7 @@ OPERATOR_SDK_VERSION=v1.42.3
 COREDNS_VERSION=v1.15.0      # the real node's cluster DNS, run as a pod
 OPERATOR_CONTROLLER_VERSION=v1.11.0  # OLM v1: its CRD upgrade-safety preflight is check-upgrade's oracle
 GRPC_HEALTH_PROBE_VERSION=v0.4.62    # the probe OLM's registry pods exec, in the opm-based oracle catalog image
+CATALOGD_VERSION=$OPERATOR_CONTROLLER_VERSION  # OLM v1's catalogd (same module): the oracle of the HTTP view
 
 ASSET_CACHE=${ASSET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-olm-toolchain/assets}
 mkdir -p "$ASSET_CACHE"
@@ -280,6 +281,20 @@ GO
   chmod -R u+w module
 }
 
+# OLM v1's catalog server, from the operator-controller module (cmd/catalogd is a public main
+# package), with the ClusterCatalog CRD of the same release: the chart's standard feature set
+# (helm/olmv1/base/catalogd/crd/standard, plain YAML the chart includes as it is).
+build_catalogd() {
+  local out=$1
+  wrapper_build github.com/operator-framework/operator-controller "$CATALOGD_VERSION" containers_image_openpgp "-s -w" "$out" \
+    github.com/operator-framework/operator-controller/cmd/catalogd
+  local src
+  src=$(module_dir "github.com/operator-framework/operator-controller@$CATALOGD_VERSION")
+  mkdir -p "$out/crds"
+  cp "$src"/helm/olmv1/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml "$out/crds/"
+  chmod -R u+w "$out/crds"
+}
+
 done_or_build etcd "$ETCD_VERSION" build_etcd
 # "+node": kubelet, kube-proxy and kubectl joined the build; a new key rebuilds an old entry.
 K8S_KEY="$K8S_VERSION+node"
@@ -296,6 +311,7 @@ done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
 done_or_build coredns "$COREDNS_VERSION" build_coredns
 done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
 done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
+done_or_build catalogd "$CATALOGD_VERSION" build_catalogd
 
 # One line per component, read by the Rust harness (tests/src/assets.rs).
 cat > "$ASSET_CACHE/index.env" <<INDEX
@@ -309,5 +325,6 @@ OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION
 COREDNS=$ASSET_CACHE/coredns-$COREDNS_VERSION
 CRD_PREFLIGHT=$ASSET_CACHE/crd-preflight-$OPERATOR_CONTROLLER_VERSION
 GRPC_HEALTH_PROBE=$ASSET_CACHE/grpc-health-probe-$GRPC_HEALTH_PROBE_VERSION
+CATALOGD=$ASSET_CACHE/catalogd-$CATALOGD_VERSION
 INDEX
 echo "$ASSET_CACHE"

@@ -145,6 +145,17 @@ impl Assets {
         self.program("GRPC_HEALTH_PROBE", "grpc-health-probe")
     }
 
+    /// OLM v1's `catalogd` (operator-controller's `cmd/catalogd`).
+    pub fn catalogd(&self) -> anyhow::Result<PathBuf> {
+        self.program("CATALOGD", "catalogd")
+    }
+
+    /// The ClusterCatalog CustomResourceDefinition of catalogd's release (the chart's
+    /// standard feature set).
+    pub fn catalogd_crds(&self) -> anyhow::Result<Vec<PathBuf>> {
+        yaml_files(&self.component("CATALOGD")?.join("crds"))
+    }
+
     /// OLM's CustomResourceDefinitions from the same release.
     pub fn olm_crds(&self) -> anyhow::Result<Vec<PathBuf>> {
         yaml_files(&self.component("OLM")?.join("crds"))

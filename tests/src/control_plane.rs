@@ -390,6 +390,20 @@ impl ControlPlane {
         namespace: &str,
         name: &str,
     ) -> anyhow::Result<PathBuf> {
+        let token = self.service_account_token(namespace, name).await?;
+        let ca_pem = std::fs::read_to_string(self.root().join("ca.crt"))?;
+        let path = self.root().join(format!("kubeconfig-{namespace}-{name}"));
+        std::fs::write(&path, kubeconfig_yaml(&self.server, &ca_pem, &token))?;
+        Ok(path)
+    }
+
+    /// A token of the ServiceAccount `namespace/name` from the TokenRequest API, valid for an
+    /// hour: what the kubelet mounts into a pod of that account.
+    pub async fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> anyhow::Result<String> {
         let client = self.client().await?;
         let request = http::Request::post(format!(
             "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
@@ -407,10 +421,7 @@ impl ControlPlane {
         let token = answer["status"]["token"]
             .as_str()
             .context("TokenRequest returned no token")?;
-        let ca_pem = std::fs::read_to_string(self.root().join("ca.crt"))?;
-        let path = self.root().join(format!("kubeconfig-{namespace}-{name}"));
-        std::fs::write(&path, kubeconfig_yaml(&self.server, &ca_pem, token))?;
-        Ok(path)
+        Ok(token.to_string())
     }
 
     /// The control plane's folder (certificates, kubeconfigs, logs).

@@ -15,6 +15,7 @@
 //! `tests/assets/netns-runner.sh`), so processes that bind every interface stay local.
 
 pub mod assets;
+pub mod catalogd;
 mod control_plane;
 pub mod corpus;
 mod fault_proxy;

@@ -52,6 +52,30 @@ fn new_ca(name: &str) -> anyhow::Result<(rcgen::Certificate, Issuer<'static, Key
     Ok((cert, Issuer::new(params, key)))
 }
 
+/// A serving certificate and key for `names` (DNS names or IP addresses), signed by a CA of
+/// its own, written to `dir/<name>.crt`, `dir/<name>.key` and `dir/<name>-ca.crt`. Returns
+/// (certificate path, key path, CA PEM).
+pub fn write_serving_pair(
+    dir: &Path,
+    name: &str,
+    names: &[&str],
+) -> anyhow::Result<(PathBuf, PathBuf, String)> {
+    let (ca_cert, issuer) = new_ca(&format!("e2e-{name}-ca"))?;
+    let key = KeyPair::generate()?;
+    let mut params =
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+    params.distinguished_name.push(DnType::CommonName, name);
+    let cert = params.signed_by(&key, &issuer)?;
+    let (cert_path, key_path) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    std::fs::write(&cert_path, cert.pem())?;
+    std::fs::write(&key_path, key.serialize_pem())?;
+    std::fs::write(dir.join(format!("{name}-ca.crt")), ca_cert.pem())?;
+    Ok((cert_path, key_path, ca_cert.pem()))
+}
+
 /// Generates a fresh CA and the control plane's keys into `dir`.
 pub fn write_pki(dir: &Path) -> anyhow::Result<PkiFiles> {
     let (ca_cert, issuer) = new_ca("e2e-control-plane-ca")?;

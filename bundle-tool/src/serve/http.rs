@@ -23,21 +23,7 @@ pub async fn serve_http(listener: TcpListener, catalog: CatalogHandle) {
         tokio::spawn(async move {
             let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 let catalog = catalog.clone();
-                async move {
-                    let (status, content_type, body) = if request.method() != http::Method::GET {
-                        (405, "text/plain", b"only GET\n".to_vec())
-                    } else {
-                        route(
-                            &catalog,
-                            request.uri().path(),
-                            request.uri().query().unwrap_or(""),
-                        )
-                    };
-                    hyper::Response::builder()
-                        .status(status)
-                        .header(http::header::CONTENT_TYPE, content_type)
-                        .body(Full::new(Bytes::from(body)))
-                }
+                async move { Ok::<_, http::Error>(respond(&catalog, &request)) }
             });
             let result = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -49,34 +35,102 @@ pub async fn serve_http(listener: TcpListener, catalog: CatalogHandle) {
     }
 }
 
+/// Answers one request as catalogd's handlers do: GET and HEAD only (405 otherwise); the
+/// documents with `Last-Modified` (when this snapshot was loaded), `If-Modified-Since` (304)
+/// and `If-Unmodified-Since` (412) honoured; HEAD with the GET's headers and no body (hyper
+/// leaves the body out and keeps its length).
+fn respond<B>(
+    catalog: &CatalogHandle,
+    request: &hyper::Request<B>,
+) -> hyper::Response<Full<Bytes>> {
+    let method = request.method();
+    let mut response = hyper::Response::builder();
+    let (status, content_type, body) =
+        if method != http::Method::GET && method != http::Method::HEAD {
+            (405, Some("text/plain"), b"only GET and HEAD\n".to_vec())
+        } else {
+            let path = request.uri().path();
+            let documents = matches!(path, "/api/v1/all" | "/api/v1/metas");
+            match (documents, catalog.metas()) {
+                (true, Some(metas)) => {
+                    let modified = metas.modified();
+                    response = response.header(
+                        http::header::LAST_MODIFIED,
+                        httpdate::fmt_http_date(modified),
+                    );
+                    match precondition(request.headers(), modified) {
+                        Some(status) => (status, None, Vec::new()),
+                        None => route(catalog, path, request.uri().query().unwrap_or("")),
+                    }
+                }
+                _ => route(catalog, path, request.uri().query().unwrap_or("")),
+            }
+        };
+    if let Some(content_type) = content_type {
+        response = response.header(http::header::CONTENT_TYPE, content_type);
+    }
+    response
+        .status(status)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+}
+
+/// The status a conditional request ends with before any body (304, 412), as Go's
+/// `http.ServeContent` decides it from `If-Unmodified-Since` and `If-Modified-Since`
+/// (dates compared to the second; an unreadable date is ignored).
+fn precondition(headers: &http::HeaderMap, modified: std::time::SystemTime) -> Option<u16> {
+    let date = |name: http::header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v).ok())
+    };
+    // Whole seconds, as the header carries them.
+    let modified = httpdate::parse_http_date(&httpdate::fmt_http_date(modified)).ok()?;
+    if let Some(since) = date(http::header::IF_UNMODIFIED_SINCE)
+        && modified > since
+    {
+        return Some(412);
+    }
+    match date(http::header::IF_MODIFIED_SINCE) {
+        Some(since) if modified <= since => Some(304),
+        _ => None,
+    }
+}
+
 /// Answers one GET: (status, content type, body).
-pub fn route(catalog: &CatalogHandle, path: &str, query: &str) -> (u16, &'static str, Vec<u8>) {
-    const JSONL: &str = "application/jsonl";
+pub fn route(
+    catalog: &CatalogHandle,
+    path: &str,
+    query: &str,
+) -> (u16, Option<&'static str>, Vec<u8>) {
+    const JSONL: Option<&str> = Some("application/jsonl");
+    const TEXT: Option<&str> = Some("text/plain");
     match path {
-        "/healthz" => (200, "text/plain", b"ok\n".to_vec()),
+        "/healthz" => (200, TEXT, b"ok\n".to_vec()),
         "/metrics" => (
             200,
-            "text/plain; version=0.0.4",
+            Some("text/plain; version=0.0.4"),
             metrics(catalog).into_bytes(),
         ),
         "/api/v1/all" | "/api/v1/metas" => {
             let Some(metas) = catalog.metas() else {
-                return (503, "text/plain", b"documents not kept\n".to_vec());
+                return (503, TEXT, b"documents not kept\n".to_vec());
             };
             let filter = if path == "/api/v1/all" {
                 MetaQuery::default()
             } else {
                 match parse_query(query) {
                     Ok(filter) => filter,
-                    Err(message) => return (400, "text/plain", message.into_bytes()),
+                    Err(message) => return (400, TEXT, message.into_bytes()),
                 }
             };
             match metas.select(&filter) {
                 Ok(body) => (200, JSONL, body),
-                Err(error) => (500, "text/plain", format!("{error}\n").into_bytes()),
+                Err(error) => (500, TEXT, format!("{error}\n").into_bytes()),
             }
         }
-        _ => (404, "text/plain", b"not found\n".to_vec()),
+        _ => (404, TEXT, b"not found\n".to_vec()),
     }
 }
 
@@ -87,10 +141,11 @@ fn parse_query(query: &str) -> Result<MetaQuery, String> {
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = percent_decode(value).ok_or_else(|| format!("bad escape in {pair:?}\n"))?;
+        // The first of a repeated parameter counts, as Go's `url.Values.Get` reads it.
         match key {
-            "schema" => filter.schema = Some(value),
-            "package" => filter.package = Some(value),
-            "name" => filter.name = Some(value),
+            "schema" => _ = filter.schema.get_or_insert(value),
+            "package" => _ = filter.package.get_or_insert(value),
+            "name" => _ = filter.name.get_or_insert(value),
             other => return Err(format!("unknown query parameter {other:?}\n")),
         }
     }
@@ -182,5 +237,45 @@ mod tests {
                 .contains("unknown query parameter")
         );
         assert!(parse_query("name=%zz").is_err());
+        let q = parse_query("schema=a&schema=b&name=").unwrap();
+        assert_eq!(q.schema.as_deref(), Some("a"), "the first counts");
+        assert_eq!(q.name.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn conditional_requests_compare_whole_seconds() {
+        use std::time::{Duration, SystemTime};
+        let modified = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_700);
+        let at =
+            |secs: u64| httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+        let headers = |name: http::header::HeaderName, value: String| {
+            let mut map = http::HeaderMap::new();
+            map.insert(name, value.parse().unwrap());
+            map
+        };
+        let ims = http::header::IF_MODIFIED_SINCE;
+        let ius = http::header::IF_UNMODIFIED_SINCE;
+        // The date the server gave (the second, without its fraction) is not older.
+        assert_eq!(
+            precondition(&headers(ims.clone(), at(1_700_000_000)), modified),
+            Some(304)
+        );
+        assert_eq!(
+            precondition(&headers(ims.clone(), at(1_699_999_999)), modified),
+            None
+        );
+        assert_eq!(
+            precondition(&headers(ims, "not a date".into()), modified),
+            None
+        );
+        assert_eq!(
+            precondition(&headers(ius.clone(), at(1_699_999_999)), modified),
+            Some(412)
+        );
+        assert_eq!(
+            precondition(&headers(ius, at(1_700_000_000)), modified),
+            None
+        );
+        assert_eq!(precondition(&http::HeaderMap::new(), modified), None);
     }
 }

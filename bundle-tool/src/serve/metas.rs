@@ -17,14 +17,16 @@ struct MetaEntry {
 pub struct MetaStore {
     file: SpillFile,
     entries: Vec<MetaEntry>,
+    written: std::time::SystemTime,
 }
 
-/// A filter on documents: each set field must match exactly.
+/// A filter on documents: each set field must match exactly (an empty value, as catalogd
+/// reads one, is no filter).
 #[derive(Debug, Default)]
 pub struct MetaQuery {
     /// `schema`.
     pub schema: Option<String>,
-    /// `package` (for a package document, its name).
+    /// `package` (a package document has none).
     pub package: Option<String>,
     /// `name`.
     pub name: Option<String>,
@@ -45,8 +47,10 @@ impl MetaStore {
             });
             std::io::Result::Ok(())
         };
+        // A package document has no `package` key, so like catalogd's index (which files a
+        // document under the value of that key) it is found by schema and name, not package.
         for p in &config.packages {
-            add(&p.schema, &p.name, &p.name, serde_json::to_vec(p)?)?;
+            add(&p.schema, "", &p.name, serde_json::to_vec(p)?)?;
         }
         for c in &config.channels {
             add(&c.schema, &c.package, &c.name, serde_json::to_vec(c)?)?;
@@ -63,7 +67,13 @@ impl MetaStore {
         Ok(MetaStore {
             file: writer.finish()?,
             entries,
+            written: std::time::SystemTime::now(),
         })
+    }
+
+    /// When the documents were written (the HTTP view's `Last-Modified`).
+    pub fn modified(&self) -> std::time::SystemTime {
+        self.written
     }
 
     /// How many documents there are.
@@ -78,8 +88,9 @@ impl MetaStore {
 
     /// The matching documents as JSON lines, in catalog order.
     pub fn select(&self, query: &MetaQuery) -> std::io::Result<Vec<u8>> {
-        let wanted =
-            |filter: &Option<String>, value: &str| filter.as_deref().is_none_or(|f| f == value);
+        let wanted = |filter: &Option<String>, value: &str| {
+            filter.as_deref().is_none_or(|f| f.is_empty() || f == value)
+        };
         let mut out = Vec::new();
         for entry in &self.entries {
             if wanted(&query.schema, &entry.schema)
