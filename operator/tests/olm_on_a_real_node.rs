@@ -813,6 +813,13 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
         .delete("redis-operator", &DeleteParams::default())
         .await?;
     cluster.csvs().delete(csv, &DeleteParams::default()).await?;
+    // The plans too: catalog-operator may take an InstallPlan left in the namespace for a
+    // new Subscription's resolution, whose steps then never run again (the re-installed CSV
+    // stayed Pending with "no owned roles found", twice in CI).
+    cluster
+        .plans()
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await?;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
     cluster
         .wait(180, "the operator's Deployment and CSV gone", || async {
@@ -841,29 +848,42 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
         owner_ref || owner_label
     };
     cluster
-        .wait(180, "the CSV's ServiceAccount and RBAC gone", || async {
-            let mut left = Vec::new();
-            for (kind, namespaced) in [
-                ("ServiceAccount", true),
-                ("Role", true),
-                ("RoleBinding", true),
-                ("ClusterRole", false),
-                ("ClusterRoleBinding", false),
-            ] {
-                let objects = cluster
-                    .list_kind(kind, namespaced.then_some(NAMESPACE))
-                    .await?;
-                left.extend(
-                    objects
-                        .iter()
-                        .filter(|object| owned_by_csv(object))
-                        .map(|object| {
+        .wait(
+            180,
+            "the InstallPlans and the CSV's ServiceAccount and RBAC gone",
+            || async {
+                let mut left: Vec<String> = cluster
+                    .plans()
+                    .list(&ListParams::default())
+                    .await?
+                    .items
+                    .iter()
+                    .map(|plan| {
+                        format!(
+                            "InstallPlan/{}",
+                            plan.metadata.name.as_deref().unwrap_or("")
+                        )
+                    })
+                    .collect();
+                for (kind, namespaced) in [
+                    ("ServiceAccount", true),
+                    ("Role", true),
+                    ("RoleBinding", true),
+                    ("ClusterRole", false),
+                    ("ClusterRoleBinding", false),
+                ] {
+                    let objects = cluster
+                        .list_kind(kind, namespaced.then_some(NAMESPACE))
+                        .await?;
+                    left.extend(objects.iter().filter(|object| owned_by_csv(object)).map(
+                        |object| {
                             format!("{kind}/{}", object.metadata.name.as_deref().unwrap_or(""))
-                        }),
-                );
-            }
-            Ok(left.is_empty().then_some(()))
-        })
+                        },
+                    ));
+                }
+                Ok(left.is_empty().then_some(()))
+            },
+        )
         .await
 }
 
