@@ -88,16 +88,7 @@ impl Repo {
 }
 
 fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    e2e::copy_dir(from, to).unwrap();
 }
 
 fn collect(dir: &Path, base: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
