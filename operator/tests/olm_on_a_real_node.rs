@@ -17,7 +17,8 @@
 //! 7. the bundles came by `bundlePath` (unpack Jobs pulled the bundle images); then
 //!    `olm/catalogsource-served.yaml` serves them inline and an install needs no unpack Job;
 //! 8. a catalog image built around opm (the oracle) gives the same package manifest and
-//!    installs the same;
+//!    installs the same; and `olm/catalogsource-extract-content.yaml` (OLM copies `/configs`
+//!    out of our image and serves it with its opm) gives the same package manifest;
 //! 9. deleting the Subscription and the CSV removes the operator's objects.
 //!
 //! The files in `olm/` are applied as written. The images they and the bundles name
@@ -59,6 +60,7 @@ fn repo() -> PathBuf {
 
 /// The cluster's view of OLM's objects.
 struct Cluster {
+    plane: &'static ControlPlane,
     client: kube::Client,
     node: &'static RealNode,
     olm: OlmOnNode,
@@ -133,11 +135,36 @@ impl Cluster {
             ][..],
             &["get", "catalogsource", "-n", OLM_NAMESPACE, "-o", "yaml"][..],
             &["get", "subscription", "-n", NAMESPACE, "-o", "yaml"][..],
+            // What each plan step did, and the RBAC it made with its owners.
+            &[
+                "get",
+                "installplans",
+                "-n",
+                NAMESPACE,
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.name} {.metadata.creationTimestamp}{'\\n'}{range .status.plan[*]}  {.resource.kind}/{.resource.name} {.status}{'\\n'}{end}{end}",
+            ][..],
+            &[
+                "get",
+                "csv,roles,rolebindings,serviceaccounts",
+                "-n",
+                NAMESPACE,
+                "-o",
+                "custom-columns=KIND:.kind,NAME:.metadata.name,UID:.metadata.uid,CREATED:.metadata.creationTimestamp,OWNERS:.metadata.ownerReferences[*].uid,LABELS:.metadata.labels",
+            ][..],
         ] {
             if let Ok(output) = self.node.kubectl(args) {
                 out.push_str(&String::from_utf8_lossy(&output.stdout));
                 out.push_str(&String::from_utf8_lossy(&output.stderr));
             }
+        }
+        out.push_str(&format!("--- deletions in {NAMESPACE} (audit log) ---\n"));
+        match self.plane.deletions(NAMESPACE) {
+            Ok(lines) => lines.iter().for_each(|line| {
+                out.push_str(line);
+                out.push('\n');
+            }),
+            Err(error) => out.push_str(&format!("{error:#}\n")),
         }
         out
     }
@@ -196,34 +223,30 @@ impl Cluster {
         Ok(Some(serde_json::from_slice(&output.stdout)?))
     }
 
-    /// Each channel's head CSV, from the package manifest.
-    async fn channel_heads(&self) -> anyhow::Result<BTreeMap<String, String>> {
-        let Some(manifest) = self.package_manifest().await? else {
-            return Ok(BTreeMap::new());
-        };
-        Ok(manifest["status"]["channels"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                (
-                    c["name"].as_str().unwrap_or_default().to_string(),
-                    c["currentCSV"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect())
-    }
-
-    /// Waits until the catalog's registry pod serves `heads` (the poll found a new image).
-    async fn wait_heads(&self, heads: &[(&str, &str)], seconds: u64) -> anyhow::Result<()> {
+    /// Waits until the package manifest shows `heads` as each channel's head CSV (the
+    /// registry pod's poll found a new image) and returns it. packageserver runs as two
+    /// replicas, each with its own view of the catalogs, and `kubectl` reaches either, so one
+    /// read can see an older view (or none) just after another saw the new one (seen in CI).
+    /// The heads must show in three reads in a row.
+    async fn wait_heads(&self, heads: &[(&str, &str)], seconds: u64) -> anyhow::Result<Value> {
         let want: BTreeMap<String, String> = heads
             .iter()
             .map(|(c, h)| (c.to_string(), h.to_string()))
             .collect();
+        let in_a_row = std::sync::atomic::AtomicUsize::new(0);
         self.wait(
             seconds,
             &format!("the package manifest to show {want:?}"),
-            || async { Ok((self.channel_heads().await? == want).then_some(())) },
+            || async {
+                let manifest = self.package_manifest().await?;
+                let shown = manifest.as_ref().map(channel_heads).unwrap_or_default();
+                if shown != want {
+                    in_a_row.store(0, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(None);
+                }
+                let seen = in_a_row.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                Ok(manifest.filter(|_| seen >= 3))
+            },
         )
         .await
     }
@@ -388,7 +411,12 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         "OLM (olm-operator, catalog-operator, packageserver) up as pods: {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let cluster = Cluster { client, node, olm };
+    let cluster = Cluster {
+        plane,
+        client,
+        node,
+        olm,
+    };
     push_workload_images(node).await?;
 
     // 1. The first release, from a clean checkout.
@@ -418,14 +446,24 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         "CatalogSource applied → READY: {:.1} s",
         source_started.elapsed().as_secs_f64()
     );
-    let listing = node.kubectl(&["get", "packagemanifests", "-n", NAMESPACE])?;
-    let listing = String::from_utf8_lossy(&listing.stdout).to_string();
+    // packageserver reads the registry pod on its own schedule, after the CatalogSource turns
+    // READY (CI saw an empty listing right after READY), so the listing is waited for.
+    let listing = cluster
+        .wait(
+            120,
+            "kubectl get packagemanifests lists the package",
+            || async {
+                let listing = node.kubectl(&["get", "packagemanifests", "-n", NAMESPACE])?;
+                let listing = String::from_utf8_lossy(&listing.stdout).to_string();
+                Ok(listing
+                    .lines()
+                    .any(|l| l.starts_with(PACKAGE))
+                    .then_some(listing))
+            },
+        )
+        .await?;
     println!("$ kubectl get packagemanifests -n {NAMESPACE}\n{listing}");
-    ensure!(
-        listing.lines().any(|l| l.starts_with(PACKAGE)),
-        "kubectl get packagemanifests does not list {PACKAGE}:\n{listing}"
-    );
-    cluster
+    let manifest = cluster
         .wait_heads(
             &[
                 ("candidate-v0", "redis-operator.v0.1.0"),
@@ -434,10 +472,6 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
             60,
         )
         .await?;
-    let manifest = cluster
-        .package_manifest()
-        .await?
-        .context("no package manifest")?;
     let description = manifest["status"]["channels"][0]["currentCSVDesc"]["description"]
         .as_str()
         .unwrap_or_default();
@@ -446,6 +480,7 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         "the head CSV's description is not served: {description:?}"
     );
     assert_registry_pod_is_restricted(&cluster).await?;
+    check_extract_content(&cluster, &manifest).await?;
 
     // 3 and 6. Manual approval: nothing is installed until the plan is approved.
     node.namespace(&cluster.client, NAMESPACE).await?;
@@ -529,9 +564,14 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         .wait_csv_succeeded("redis-operator.v0.3.0", 300)
         .await?;
     let ours = cluster
-        .package_manifest()
-        .await?
-        .context("no package manifest")?;
+        .wait_heads(
+            &[
+                ("candidate-v0", "redis-operator.v0.3.0"),
+                ("stable-v0", "redis-operator.v0.3.0"),
+            ],
+            120,
+        )
+        .await?;
     check_operator_reconciles_real_redis(&cluster).await?;
     compare_channels_with_committed_catalog(&checkout, &third)?;
 
@@ -672,6 +712,21 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     Ok(())
 }
 
+/// Each channel's head CSV in a package manifest.
+fn channel_heads(manifest: &Value) -> BTreeMap<String, String> {
+    manifest["status"]["channels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap_or_default().to_string(),
+                c["currentCSV"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// A package manifest's channels with each head's `relatedImages` sorted: opm answers them
 /// in Go map order (it differs between two channels of one answer), packageserver passes the
 /// order on, and no client reads meaning into it.
@@ -683,6 +738,96 @@ fn comparable_channels(manifest: &Value) -> Value {
         }
     }
     channels
+}
+
+/// `olm/catalogsource-extract-content.yaml`: OLM copies `/configs` out of our catalog image
+/// (its `copy-content` run inside the image) and serves the copy with its own opm image; the
+/// package manifest from that catalog is the one from ours. The CatalogSource is removed
+/// again, so that one catalog offers the package to the installs that follow.
+async fn check_extract_content(cluster: &Cluster, ours: &Value) -> anyhow::Result<()> {
+    const NAME: &str = "redis-operator-catalog-extracted";
+    let started = Instant::now();
+    cluster.apply("catalogsource-extract-content.yaml").await?;
+    cluster
+        .wait(180, "the extractContent CatalogSource READY", || async {
+            let source = cluster.catalog_sources().get(NAME).await?;
+            Ok(
+                (source.data["status"]["connectionState"]["lastObservedState"] == "READY")
+                    .then_some(()),
+            )
+        })
+        .await?;
+    println!(
+        "extractContent: CatalogSource applied → READY: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    // The pod is OLM's extracting one: our image only in the init container that copies.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(cluster.client.clone(), OLM_NAMESPACE);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("olm.catalogSource={NAME}")))
+        .await?;
+    let pod = list
+        .items
+        .first()
+        .with_context(|| format!("no registry pod for {NAME}"))?;
+    let spec = pod.spec.as_ref().context("a pod without a spec")?;
+    let init: Vec<(String, String)> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+        .collect();
+    ensure!(
+        init.iter()
+            .any(|(name, image)| name == "extract-content"
+                && image.contains("redis-operator-catalog")),
+        "the registry pod does not extract from our image: init containers {init:?}"
+    );
+    ensure!(
+        spec.containers[0].image.as_deref() == Some(cluster.olm.opm_image.as_str()),
+        "the registry pod does not serve with OLM's opm image: {:?}",
+        spec.containers[0].image
+    );
+    let want = comparable_channels(ours);
+    cluster
+        .wait(120, "the extracted catalog's package manifest", || async {
+            let output = cluster.node.kubectl(&[
+                "get",
+                "packagemanifests",
+                "-n",
+                NAMESPACE,
+                "-l",
+                &format!("catalog={NAME}"),
+                "-o",
+                "json",
+            ])?;
+            if !output.status.success() {
+                return Ok(None);
+            }
+            let list: Value = serde_json::from_slice(&output.stdout)?;
+            Ok(list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|m| m["metadata"]["name"] == PACKAGE && comparable_channels(m) == want)
+                .map(|_| ()))
+        })
+        .await?;
+    cluster
+        .catalog_sources()
+        .delete(NAME, &DeleteParams::default())
+        .await?;
+    cluster
+        .wait(60, "the extractContent CatalogSource gone", || async {
+            Ok(cluster
+                .catalog_sources()
+                .get_opt(NAME)
+                .await?
+                .is_none()
+                .then_some(()))
+        })
+        .await
 }
 
 /// OLM's registry pod runs our image under `restricted` (no escalation, no capabilities,

@@ -152,7 +152,12 @@ impl ControlPlane {
         .await?;
         processes.push(etcd);
 
-        // kube-apiserver
+        // kube-apiserver, with an audit log of deletions only: when a test finds an object
+        // gone, the log says who deleted it (the garbage collector, an OLM controller, the
+        // test). Deletions are rare, so the log stays small.
+        let audit_policy = root.join("audit-policy.yaml");
+        std::fs::write(&audit_policy, AUDIT_POLICY)?;
+        let audit_log = root.join("logs").join("audit-deletions.log");
         let apiserver_port = free_port()?;
         let server = format!("https://127.0.0.1:{apiserver_port}");
         let apiserver = ManagedProcess::spawn(
@@ -214,6 +219,9 @@ impl ControlPlane {
                 // an admin would: a node selector and a toleration from its annotations.
                 "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction".into(),
                 "--profiling=false".into(),
+                format!("--audit-policy-file={}", audit_policy.display()),
+                format!("--audit-log-path={}", audit_log.display()),
+                "--audit-log-format=json".into(),
             ],
             &[],
             &log("kube-apiserver"),
@@ -370,6 +378,42 @@ impl ControlPlane {
     /// The admin kubeconfig file, for programs under test (`KUBECONFIG=...`).
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// The apiserver's audit log: one JSON event per line for every delete request
+    /// (`verb`, `user.username`, `objectRef`), written when the response is sent.
+    pub fn audit_log_path(&self) -> PathBuf {
+        self.kubeconfig
+            .with_file_name("logs")
+            .join("audit-deletions.log")
+    }
+
+    /// The deletions in the audit log whose object is in `namespace` (or cluster-scoped, when
+    /// `namespace` is empty), as `user verb resource/name` lines in the order they happened.
+    /// A missing log is an error: the apiserver always writes one.
+    pub fn deletions(&self, namespace: &str) -> anyhow::Result<Vec<String>> {
+        let path = self.audit_log_path();
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the audit log {}", path.display()))?;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let event: serde_json::Value = serde_json::from_str(line)
+                .with_context(|| format!("{}: not a JSON audit event", path.display()))?;
+            let object = &event["objectRef"];
+            if object["namespace"].as_str().unwrap_or("") != namespace {
+                continue;
+            }
+            out.push(format!(
+                "{} {} {} {}/{} -> {}",
+                event["requestReceivedTimestamp"].as_str().unwrap_or(""),
+                event["user"]["username"].as_str().unwrap_or(""),
+                event["verb"].as_str().unwrap_or(""),
+                object["resource"].as_str().unwrap_or(""),
+                object["name"].as_str().unwrap_or(""),
+                event["responseStatus"]["code"]
+            ));
+        }
+        Ok(out)
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -606,3 +650,13 @@ fn random_token() -> anyhow::Result<String> {
         .context("reading /dev/urandom")?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
+
+/// Audit policy: deletions at `Metadata` level (who, what, when), nothing else.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [delete, deletecollection]
+- level: None
+";
