@@ -223,6 +223,34 @@ impl Cluster {
         Ok(Some(serde_json::from_slice(&output.stdout)?))
     }
 
+    /// Waits until OLM reports the CatalogSource `name` connected (`READY`).
+    async fn wait_catalog_source_ready(&self, name: &str, what: &str) -> anyhow::Result<()> {
+        self.wait(180, what, || async {
+            let source = self.catalog_sources().get(name).await?;
+            Ok(
+                (source.data["status"]["connectionState"]["lastObservedState"] == "READY")
+                    .then_some(()),
+            )
+        })
+        .await
+    }
+
+    /// Deletes the CatalogSource `name` and waits until it is gone.
+    async fn delete_catalog_source(&self, name: &str, what: &str) -> anyhow::Result<()> {
+        self.catalog_sources()
+            .delete(name, &DeleteParams::default())
+            .await?;
+        self.wait(60, what, || async {
+            Ok(self
+                .catalog_sources()
+                .get_opt(name)
+                .await?
+                .is_none()
+                .then_some(()))
+        })
+        .await
+    }
+
     /// Waits until the package manifest shows `heads` as each channel's head CSV (the
     /// registry pod's poll found a new image) and returns it. packageserver runs as two
     /// replicas, each with its own view of the catalogs, and `kubectl` reaches either, so one
@@ -431,16 +459,7 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     let source_started = Instant::now();
     cluster.apply("catalogsource.yaml").await?;
     cluster
-        .wait(180, "the CatalogSource READY", || async {
-            let source = cluster
-                .catalog_sources()
-                .get("redis-operator-catalog")
-                .await?;
-            Ok(
-                (source.data["status"]["connectionState"]["lastObservedState"] == "READY")
-                    .then_some(()),
-            )
-        })
+        .wait_catalog_source_ready("redis-operator-catalog", "the CatalogSource READY")
         .await?;
     println!(
         "CatalogSource applied → READY: {:.1} s",
@@ -585,18 +604,7 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     };
     let jobs_before = job_uids(unpack_jobs.list(&ListParams::default()).await?.items);
     cluster
-        .catalog_sources()
-        .delete("redis-operator-catalog", &DeleteParams::default())
-        .await?;
-    cluster
-        .wait(60, "the image CatalogSource gone", || async {
-            Ok(cluster
-                .catalog_sources()
-                .get_opt("redis-operator-catalog")
-                .await?
-                .is_none()
-                .then_some(()))
-        })
+        .delete_catalog_source("redis-operator-catalog", "the image CatalogSource gone")
         .await?;
     cluster.apply("catalogsource-served.yaml").await?;
     cluster
@@ -650,18 +658,7 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
 
     // 8. The oracle: the same catalog in an image built around opm, under the same name.
     cluster
-        .catalog_sources()
-        .delete("redis-operator-catalog", &DeleteParams::default())
-        .await?;
-    cluster
-        .wait(60, "the served CatalogSource gone", || async {
-            Ok(cluster
-                .catalog_sources()
-                .get_opt("redis-operator-catalog")
-                .await?
-                .is_none()
-                .then_some(()))
-        })
+        .delete_catalog_source("redis-operator-catalog", "the served CatalogSource gone")
         .await?;
     let opm_image = e2e::olm_on_node::opm_catalog_image(
         &e2e::assets::Assets::locate()?,
@@ -671,16 +668,10 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     let opm_started = Instant::now();
     cluster.apply("catalogsource.yaml").await?;
     cluster
-        .wait(180, "the opm-based CatalogSource READY", || async {
-            let source = cluster
-                .catalog_sources()
-                .get("redis-operator-catalog")
-                .await?;
-            Ok(
-                (source.data["status"]["connectionState"]["lastObservedState"] == "READY")
-                    .then_some(()),
-            )
-        })
+        .wait_catalog_source_ready(
+            "redis-operator-catalog",
+            "the opm-based CatalogSource READY",
+        )
         .await?;
     println!(
         "opm-based catalog image: CatalogSource applied → READY: {:.1} s",
@@ -749,13 +740,7 @@ async fn check_extract_content(cluster: &Cluster, ours: &Value) -> anyhow::Resul
     let started = Instant::now();
     cluster.apply("catalogsource-extract-content.yaml").await?;
     cluster
-        .wait(180, "the extractContent CatalogSource READY", || async {
-            let source = cluster.catalog_sources().get(NAME).await?;
-            Ok(
-                (source.data["status"]["connectionState"]["lastObservedState"] == "READY")
-                    .then_some(()),
-            )
-        })
+        .wait_catalog_source_ready(NAME, "the extractContent CatalogSource READY")
         .await?;
     println!(
         "extractContent: CatalogSource applied → READY: {:.1} s",
@@ -815,18 +800,7 @@ async fn check_extract_content(cluster: &Cluster, ours: &Value) -> anyhow::Resul
         })
         .await?;
     cluster
-        .catalog_sources()
-        .delete(NAME, &DeleteParams::default())
-        .await?;
-    cluster
-        .wait(60, "the extractContent CatalogSource gone", || async {
-            Ok(cluster
-                .catalog_sources()
-                .get_opt(NAME)
-                .await?
-                .is_none()
-                .then_some(()))
-        })
+        .delete_catalog_source(NAME, "the extractContent CatalogSource gone")
         .await
 }
 
