@@ -79,6 +79,24 @@ fn difference(ours: &BTreeMap<String, usize>, theirs: &BTreeMap<String, usize>) 
     )
 }
 
+/// The bytes `[start, end)` a range means in a body of the given size.
+type PartOf = fn(usize) -> (usize, usize);
+
+/// A date long before any catalog was written.
+fn old_date() -> String {
+    "Mon, 01 Jan 2001 00:00:00 GMT".to_string()
+}
+
+/// A gzip body decompressed.
+fn gunzip(body: &[u8]) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(body)
+        .read_to_end(&mut out)
+        .expect("a gzip body");
+    out
+}
+
 /// A DNS-1123 name for a ClusterCatalog and an image repository.
 fn catalog_name(dir: &Path) -> String {
     let name: String = dir
@@ -388,7 +406,7 @@ async fn catalogd_and_our_http_view_agree_on_the_repository_catalog_and_the_corp
     assert_eq!((t304.status, m304.status), (304, 304));
     assert!(t304.body.is_empty() && m304.body.is_empty());
     // An older date: the whole body.
-    let old = "Mon, 01 Jan 2001 00:00:00 GMT".to_string();
+    let old = old_date();
     let t_old = theirs(
         "GET",
         "/api/v1/all".into(),
@@ -445,6 +463,152 @@ async fn catalogd_and_our_http_view_agree_on_the_repository_catalog_and_the_corp
     let m405 = mine("POST", "/api/v1/all".into(), vec![]).await;
     both("POST /api/v1/all", &t405, &m405);
     assert_eq!((t405.status, m405.status), (405, 405));
+    for answer in [&t, &m, &t404, &m404] {
+        assert_eq!(
+            answer.header("vary"),
+            Some("Accept-Encoding"),
+            "catalogd's gzip wrapper varies every answer on Accept-Encoding"
+        );
+    }
+
+    // Range on /api/v1/all, as Go's ServeContent answers it. The two bodies differ in bytes
+    // (documents compared above), so each part is checked against its own server's body.
+    assert_eq!(t.header("accept-ranges"), Some("bytes"));
+    assert_eq!(m.header("accept-ranges"), Some("bytes"));
+    let ranged = |answer: &HttpAnswer, whole: &HttpAnswer, start: usize, end: usize| {
+        let size = whole.body.len();
+        assert_eq!(answer.status, 206, "{:?}", answer.headers);
+        assert_eq!(
+            answer.header("content-range"),
+            Some(format!("bytes {start}-{}/{size}", end - 1).as_str())
+        );
+        assert_eq!(answer.body, whole.body[start..end]);
+    };
+    // Each range with the part it means of a body of `size` bytes.
+    let parts: [(&str, PartOf); 4] = [
+        ("bytes=0-99", |_| (0, 100)),
+        ("bytes=-50", |size| (size - 50, size)),
+        ("bytes=100-", |size| (100, size)),
+        ("bytes=10-999999999", |size| (10, size)),
+    ];
+    for (range, part) in parts {
+        let header = vec![("Range", range.to_string())];
+        let tr = theirs("GET", "/api/v1/all".into(), header.clone()).await;
+        let mr = mine("GET", "/api/v1/all".into(), header).await;
+        both(range, &tr, &mr);
+        let (start, end) = part(t.body.len());
+        ranged(&tr, &t, start, end);
+        let (start, end) = part(m.body.len());
+        ranged(&mr, &m, start, end);
+    }
+    for (range, body) in [
+        ("bytes=999999999-", "invalid range: failed to overlap\n"),
+        ("bytes=9-5", "invalid range\n"),
+        ("pages=1", "invalid range\n"),
+    ] {
+        let header = vec![("Range", range.to_string())];
+        let tr = theirs("GET", "/api/v1/all".into(), header.clone()).await;
+        let mr = mine("GET", "/api/v1/all".into(), header).await;
+        both(range, &tr, &mr);
+        assert_eq!((tr.status, mr.status), (416, 416), "{range}");
+        assert_eq!(
+            (tr.body.as_slice(), mr.body.as_slice()),
+            (body.as_bytes(), body.as_bytes())
+        );
+        assert_eq!(mr.header("content-type"), tr.header("content-type"));
+        assert_eq!(mr.header("last-modified"), None);
+        assert_eq!(tr.header("last-modified"), None);
+        let unsatisfied = |a: &HttpAnswer, size: usize| {
+            a.header("content-range") == Some(format!("bytes */{size}").as_str())
+        };
+        if range.starts_with("bytes=999") {
+            assert!(unsatisfied(&tr, t.body.len()) && unsatisfied(&mr, m.body.len()));
+        } else {
+            assert_eq!(
+                (tr.header("content-range"), mr.header("content-range")),
+                (None, None)
+            );
+        }
+    }
+    // If-Range: the server's own date keeps the range, another date gets the whole body.
+    for (date_of, holds) in [(true, true), (false, false)] {
+        let date = |own: &str| if date_of { own.to_string() } else { old_date() };
+        let tr = theirs(
+            "GET",
+            "/api/v1/all".into(),
+            vec![
+                ("Range", "bytes=0-9".into()),
+                ("If-Range", date(their_modified)),
+            ],
+        )
+        .await;
+        let mr = mine(
+            "GET",
+            "/api/v1/all".into(),
+            vec![
+                ("Range", "bytes=0-9".into()),
+                ("If-Range", date(my_modified)),
+            ],
+        )
+        .await;
+        let want = if holds { 206 } else { 200 };
+        assert_eq!(
+            (tr.status, mr.status),
+            (want, want),
+            "If-Range holds: {holds}"
+        );
+    }
+
+    // gzip when asked: the same documents once decompressed; no Accept-Ranges then. An answer
+    // under 1 KiB and a HEAD go as they are.
+    let gzip = vec![("Accept-Encoding", "gzip".to_string())];
+    let tg = theirs("GET", "/api/v1/all".into(), gzip.clone()).await;
+    let mg = mine("GET", "/api/v1/all".into(), gzip.clone()).await;
+    both("GET gzip", &tg, &mg);
+    for (answer, whole) in [(&tg, &t), (&mg, &m)] {
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.header("content-encoding"), Some("gzip"));
+        assert_eq!(answer.header("accept-ranges"), None);
+        assert_eq!(gunzip(&answer.body), whole.body);
+    }
+    let tsmall = theirs(
+        "GET",
+        "/api/v1/metas?package=no-such-package".into(),
+        gzip.clone(),
+    )
+    .await;
+    let msmall = mine(
+        "GET",
+        "/api/v1/metas?package=no-such-package".into(),
+        gzip.clone(),
+    )
+    .await;
+    assert_eq!(
+        (
+            tsmall.header("content-encoding"),
+            msmall.header("content-encoding")
+        ),
+        (None, None)
+    );
+    let thead = theirs("HEAD", "/api/v1/all".into(), gzip.clone()).await;
+    let mhead = mine("HEAD", "/api/v1/all".into(), gzip.clone()).await;
+    assert_eq!(
+        (
+            thead.header("content-encoding"),
+            mhead.header("content-encoding")
+        ),
+        (None, None)
+    );
+    let no_gzip = vec![("Accept-Encoding", "gzip;q=0, identity".to_string())];
+    let tplain = theirs("GET", "/api/v1/all".into(), no_gzip.clone()).await;
+    let mplain = mine("GET", "/api/v1/all".into(), no_gzip).await;
+    assert_eq!(
+        (
+            tplain.header("content-encoding"),
+            mplain.header("content-encoding")
+        ),
+        (None, None)
+    );
     ours.process().stop(Duration::from_secs(5));
     cluster_catalogs(&client)
         .delete(&name, &DeleteParams::default())

@@ -10,6 +10,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use super::byte_ranges;
 use super::metas::MetaQuery;
 use super::state::CatalogHandle;
 
@@ -37,15 +38,18 @@ pub async fn serve_http(listener: TcpListener, catalog: CatalogHandle) {
 
 /// Answers one request as catalogd's handlers do: GET and HEAD only (405 otherwise); the
 /// documents with `Last-Modified` (when this snapshot was loaded), `If-Modified-Since` (304)
-/// and `If-Unmodified-Since` (412) honoured; HEAD with the GET's headers and no body (hyper
-/// leaves the body out and keeps its length).
+/// and `If-Unmodified-Since` (412) honoured; `/api/v1/all` with `Accept-Ranges` and `Range`
+/// (206, 416) as Go's `ServeContent` answers; HEAD with the GET's headers and no body (hyper
+/// leaves the body out and keeps its length); and, as catalogd's gzip wrapper does, every
+/// answer `Vary: Accept-Encoding` and a GET body of 1 KiB or more gzipped when the client
+/// accepts gzip.
 fn respond<B>(
     catalog: &CatalogHandle,
     request: &hyper::Request<B>,
 ) -> hyper::Response<Full<Bytes>> {
     let method = request.method();
-    let mut response = hyper::Response::builder();
-    let (status, content_type, body) =
+    let mut headers: Vec<(http::header::HeaderName, String)> = Vec::new();
+    let (status, content_type, mut body) =
         if method != http::Method::GET && method != http::Method::HEAD {
             (405, Some("text/plain"), b"only GET and HEAD\n".to_vec())
         } else {
@@ -54,25 +58,151 @@ fn respond<B>(
             match (documents, catalog.metas()) {
                 (true, Some(metas)) => {
                     let modified = metas.modified();
-                    response = response.header(
-                        http::header::LAST_MODIFIED,
-                        httpdate::fmt_http_date(modified),
-                    );
                     match precondition(request.headers(), modified) {
-                        Some(status) => (status, None, Vec::new()),
-                        None => route(catalog, path, request.uri().query().unwrap_or("")),
+                        Some(status) => {
+                            headers.push((
+                                http::header::LAST_MODIFIED,
+                                httpdate::fmt_http_date(modified),
+                            ));
+                            (status, None, Vec::new())
+                        }
+                        None => {
+                            let (status, content_type, body) =
+                                route(catalog, path, request.uri().query().unwrap_or(""));
+                            if status == 200 && path == "/api/v1/all" {
+                                whole_or_range(request.headers(), modified, body, &mut headers)
+                            } else {
+                                if status == 200 {
+                                    headers.push((
+                                        http::header::LAST_MODIFIED,
+                                        httpdate::fmt_http_date(modified),
+                                    ));
+                                }
+                                (status, content_type, body)
+                            }
+                        }
                     }
                 }
                 _ => route(catalog, path, request.uri().query().unwrap_or("")),
             }
         };
+    if method == http::Method::GET
+        && body.len() >= GZIP_MIN_SIZE
+        && !headers
+            .iter()
+            .any(|(name, _)| name == http::header::CONTENT_RANGE)
+        && accepts_gzip(request.headers())
+        && let Some(compressed) = gzip(&body)
+    {
+        body = compressed;
+        headers.retain(|(name, _)| name != http::header::ACCEPT_RANGES);
+        headers.push((http::header::CONTENT_ENCODING, "gzip".into()));
+    }
+    let mut response = hyper::Response::builder()
+        .status(status)
+        .header(http::header::VARY, "Accept-Encoding");
     if let Some(content_type) = content_type {
         response = response.header(http::header::CONTENT_TYPE, content_type);
     }
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
     response
-        .status(status)
         .body(Full::new(Bytes::from(body)))
         .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+}
+
+/// The documents' content type, as catalogd sends it.
+const JSONL_TYPE: &str = "application/jsonl";
+
+/// Below this many bytes catalogd's gzip wrapper (gzhttp's default minimum) sends a body as is.
+const GZIP_MIN_SIZE: usize = 1024;
+
+/// `/api/v1/all`'s 200 body, or the part a `Range` header asks for (206), or Go's 416 for a
+/// range it cannot serve; with the headers `ServeContent` sets for each.
+fn whole_or_range(
+    request: &http::HeaderMap,
+    modified: std::time::SystemTime,
+    body: Vec<u8>,
+    headers: &mut Vec<(http::header::HeaderName, String)>,
+) -> (u16, Option<&'static str>, Vec<u8>) {
+    let header = |name: http::header::HeaderName| request.get(name).and_then(|v| v.to_str().ok());
+    let size = body.len() as u64;
+    let ranges = match header(http::header::RANGE) {
+        Some(range) if byte_ranges::if_range_holds(header(http::header::IF_RANGE), modified) => {
+            byte_ranges::parse(range, size)
+        }
+        _ => Ok(Vec::new()),
+    };
+    let ranges = match ranges {
+        // An empty body ignores a range that misses it, as Go does.
+        Err(byte_ranges::RangeError::NoOverlap) if size == 0 => Vec::new(),
+        Err(error) => {
+            if error == byte_ranges::RangeError::NoOverlap {
+                headers.push((http::header::CONTENT_RANGE, format!("bytes */{size}")));
+            }
+            // Go's error answer: no Last-Modified, plain text, the message and a newline.
+            headers.push((http::header::X_CONTENT_TYPE_OPTIONS, "nosniff".into()));
+            return (
+                416,
+                Some("text/plain; charset=utf-8"),
+                format!("{error}\n").into_bytes(),
+            );
+        }
+        Ok(ranges) => ranges,
+    };
+    headers.push((
+        http::header::LAST_MODIFIED,
+        httpdate::fmt_http_date(modified),
+    ));
+    headers.push((http::header::ACCEPT_RANGES, "bytes".into()));
+    match ranges.as_slice() {
+        [one] => {
+            headers.push((http::header::CONTENT_RANGE, one.content_range(size)));
+            let start = one.start as usize;
+            let part = body[start..start + one.length as usize].to_vec();
+            (206, Some(JSONL_TYPE), part)
+        }
+        _ => (200, Some(JSONL_TYPE), body),
+    }
+}
+
+/// Whether `Accept-Encoding` names gzip with a quality above 0, read as catalogd's gzhttp
+/// reads it (the first `gzip` entry counts; no `*`).
+fn accepts_gzip(headers: &http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(http::header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    for coding in value.split(',') {
+        let mut parts = coding.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        if !name.eq_ignore_ascii_case("gzip") {
+            continue;
+        }
+        let mut quality = 1.0_f64;
+        for parameter in parts {
+            let parameter = parameter.trim();
+            if parameter.len() >= 2 && parameter[..2].eq_ignore_ascii_case("q=") {
+                quality = parameter[2..].parse().unwrap_or(0.0);
+            }
+        }
+        return quality > 0.0;
+    }
+    false
+}
+
+/// `body` gzipped at the default level; `None` if the encoder fails (then it goes as is).
+fn gzip(body: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::default(),
+    );
+    encoder.write_all(body).ok()?;
+    encoder.finish().ok()
 }
 
 /// The status a conditional request ends with before any body (304, 412), as Go's
@@ -104,7 +234,7 @@ pub fn route(
     path: &str,
     query: &str,
 ) -> (u16, Option<&'static str>, Vec<u8>) {
-    const JSONL: Option<&str> = Some("application/jsonl");
+    const JSONL: Option<&str> = Some(JSONL_TYPE);
     const TEXT: Option<&str> = Some("text/plain");
     match path {
         "/healthz" => (200, TEXT, b"ok\n".to_vec()),

@@ -17,6 +17,7 @@
 //!   HTTP view; [`reload`]: SIGHUP and file watching.
 
 pub mod api;
+pub mod byte_ranges;
 pub mod csv;
 pub mod direct_bundle;
 pub mod encoded;
