@@ -282,6 +282,16 @@ impl Catalogd {
             .with_context(|| format!("{url} is not an https URL"))?;
         let (address, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let path = if path.is_empty() { "/" } else { path };
+        let tls = self.connect(address).await?;
+        raw_request(tls, method, address, path, headers).await
+    }
+
+    /// A TLS connection to catalogd's catalog server at `address` (`127.0.0.1:port`),
+    /// trusting catalogd's CA only; for clients that keep a connection (benchmarks).
+    pub async fn connect(
+        &self,
+        address: &str,
+    ) -> anyhow::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
         let mut roots = rustls::RootCertStore::empty();
         {
             use rustls::pki_types::pem::PemObject;
@@ -298,10 +308,9 @@ impl Catalogd {
         let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
         let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
         let tcp = tokio::net::TcpStream::connect(address).await?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        Ok(tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, tcp)
-            .await?;
-        raw_request(tls, method, address, path, headers).await
+            .await?)
     }
 }
 
