@@ -49,6 +49,10 @@ pub struct ReleaseArgs {
     /// critical (overrides `release.maxRisk`).
     #[arg(long)]
     pub max_risk: Option<String>,
+    /// Also run the `olm-v1` validator in the validate step: errors (what OLM v1 refuses)
+    /// fail the release (or `release.olmV1: true`).
+    #[arg(long = "olm-v1")]
+    pub olm_v1: bool,
     /// Push the images to the registries their references name (or `release.push: true`);
     /// without it they go to the OCI layout and nothing is pushed.
     #[arg(long)]

@@ -73,6 +73,10 @@ pub struct ReleaseConfig {
     /// `critical`); a finding above it fails the audit step.
     #[serde(default)]
     pub max_risk: Option<String>,
+    /// Also validate with the `olm-v1` validator (docs/olm-v1.md): a bundle OLM v1 would
+    /// refuse stops the release.
+    #[serde(default, rename = "olmV1")]
+    pub olm_v1: bool,
     /// The `skipRange` of the release's catalog entries.
     #[serde(default)]
     pub skip_range: Option<String>,
@@ -196,5 +200,18 @@ impl GenerateConfig {
             resolve(&mut release.oci_layout);
         }
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repository_config_asks_release_for_the_olm_v1_validator() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle-tool.yaml");
+        let config = GenerateConfig::load(&path).expect("bundle-tool.yaml loads");
+        assert!(config.release.expect("a release section").olm_v1);
+        assert!(!ReleaseConfig::default().olm_v1);
     }
 }

@@ -44,6 +44,8 @@ pub struct Plan {
     pub min_level: Option<(u8, String)>,
     /// The highest acceptable security-review risk, and where it was set.
     pub max_risk: Option<(Risk, String)>,
+    /// Run the `olm-v1` validator too (`--olm-v1` or `release.olmV1`).
+    pub olm_v1: bool,
     /// Push to registries (else write the OCI layout).
     pub push: bool,
     /// The OCI layout folder when not pushing.
@@ -181,6 +183,7 @@ impl Plan {
             skip_range: args.skip_range.clone().or(release.skip_range.clone()),
             min_level,
             max_risk,
+            olm_v1: args.olm_v1 || release.olm_v1,
             push: args.push || release.push,
             oci_layout,
             registry: args.registry.clone(),

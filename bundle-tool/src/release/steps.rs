@@ -145,12 +145,12 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         return Ok(());
     }
 
-    // validate: the operatorframework suite; errors fail, warnings are listed.
-    let optional =
-        Optional::select("suite=operatorframework").map_err(|e| ReleaseError::Config {
-            path: plan.config_path.clone(),
-            message: e,
-        })?;
+    // validate: the operatorframework suite, and olm-v1 when asked; errors fail, warnings
+    // are listed.
+    let optional = Optional {
+        olm_v1: plan.olm_v1,
+        ..Optional::operatorframework()
+    };
     let report = crate::validate::validate_bundle_with(&bundle_dir, &optional);
     let text = crate::action::validation_text(&report, &bundle_dir);
     if !report.passed() {
@@ -380,7 +380,7 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
     if let Some((max, setting)) = &plan.max_risk {
         min.push_str(&format!(", fail above risk {max} ({setting})"));
     }
-    summary.set("validate", StepStatus::Planned, "suite=operatorframework");
+    summary.set("validate", StepStatus::Planned, validate_selector(plan));
     summary.set("audit", StepStatus::Planned, min);
     summary.set("build-bundle", StepStatus::Planned, plan.bundle_image());
     summary.set(
@@ -654,6 +654,16 @@ fn blob_files(layout: &Path) -> std::collections::BTreeSet<PathBuf> {
     std::fs::read_dir(layout.join("blobs").join("sha256"))
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default()
+}
+
+/// What the validate step selects, as the summary shows it: the operatorframework suite, and
+/// `name=olm-v1` when the plan asks for it.
+fn validate_selector(plan: &Plan) -> &'static str {
+    if plan.olm_v1 {
+        "suite=operatorframework, name=olm-v1"
+    } else {
+        "suite=operatorframework"
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //!
 //! The loader's structural checks and typed CSV decoding, the default validators (CSV, CRD,
 //! bundle) and the optional ones of `suite=operatorframework` (operatorhubv2, capabilities,
-//! categories, alpha-deprecated-apis, good-practices). docs/conformance.md lists what differs
+//! categories, alpha-deprecated-apis, good-practices), and our own `olm-v1` (what OLM v1 refuses;
+//! docs/olm-v1.md). docs/conformance.md lists what differs
 //! from operator-sdk and what is not implemented (a few CRD metadata rules, multiarch).
 
 mod bundle_checks;
@@ -15,6 +16,7 @@ mod finding;
 mod good_practices;
 mod load;
 mod objects;
+mod olm_v1;
 mod operatorhub;
 mod optional;
 mod typed;

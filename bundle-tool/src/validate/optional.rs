@@ -3,14 +3,16 @@
 //! for them (`--optional-values`).
 
 /// The optional validators we implement: (name label, member of `suite=operatorframework`).
-/// `multiarch` (it pulls every image) and the deprecated `operatorhub`/`community` are not
+/// `olm-v1` is ours (operator-sdk has no such validator) and in no suite: it is about another
+/// installer, so a bundle meant for OLM v0 only should not fail it by default. `multiarch` (it pulls every image) and the deprecated `operatorhub`/`community` are not
 /// implemented; selecting them is refused rather than silently running nothing.
-const VALIDATORS: [(&str, bool); 5] = [
+const VALIDATORS: [(&str, bool); 6] = [
     ("operatorhubv2", true),
     ("capabilities", true),
     ("categories", true),
     ("alpha-deprecated-apis", true),
     ("good-practices", true),
+    ("olm-v1", false),
 ];
 
 /// Names operator-sdk knows but we do not run, so that the refusal can say why.
@@ -30,6 +32,9 @@ pub struct Optional {
     /// `good-practices`: resource requests, channel names, CRD descriptions, RBAC on CRDs,
     /// CSV naming.
     pub good_practices: bool,
+    /// `olm-v1`: what operator-controller v1.11.0 (OLM v1) refuses or treats differently
+    /// (docs/olm-v1.md).
+    pub olm_v1: bool,
     /// `k8s-version`: the Kubernetes version the bundle is meant for; removed APIs become
     /// errors from that version on (as from `spec.minKubeVersion`).
     pub k8s_version: Option<String>,
@@ -44,6 +49,7 @@ impl Optional {
             categories: true,
             deprecated_apis: true,
             good_practices: true,
+            olm_v1: false,
             k8s_version: None,
         }
     }
@@ -55,6 +61,7 @@ impl Optional {
             || self.categories
             || self.deprecated_apis
             || self.good_practices
+            || self.olm_v1
     }
 
     /// Selects validators with a label selector like operator-sdk's: requirements
@@ -101,6 +108,7 @@ impl Optional {
                     "capabilities" => selected.capabilities = true,
                     "categories" => selected.categories = true,
                     "alpha-deprecated-apis" => selected.deprecated_apis = true,
+                    "olm-v1" => selected.olm_v1 = true,
                     _ => selected.good_practices = true,
                 }
             }
@@ -155,6 +163,15 @@ mod tests {
         assert!(one.good_practices && !one.operatorhub && !one.deprecated_apis);
         let all_but = Optional::select("suite=operatorframework,name!=good-practices").unwrap();
         assert!(!all_but.good_practices && all_but.operatorhub && all_but.deprecated_apis);
+    }
+
+    #[test]
+    fn olm_v1_is_selected_by_name_only() {
+        let olm_v1 = Optional::select("name=olm-v1").unwrap();
+        assert!(olm_v1.olm_v1 && !olm_v1.good_practices && !olm_v1.operatorhub);
+        assert!(!Optional::select("suite=operatorframework").unwrap().olm_v1);
+        let both = Optional::select("name!=multiarch").unwrap();
+        assert!(both.olm_v1 && both.good_practices);
     }
 
     #[test]
