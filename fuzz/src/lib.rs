@@ -248,6 +248,14 @@ pub fn image_ref(data: &[u8]) {
     let Ok(ours) = ours else {
         return;
     };
+    // oci-client lacks docker's rule that an upper-case first component is a domain; ours
+    // has it (`Registry-Host/a/b`), so those are only checked for printing back below.
+    let first = text.split_once('/').map(|(first, _)| first);
+    if first.is_some_and(|f| f.chars().any(|c| c.is_ascii_uppercase())) {
+        let again = parse_reference(&ours.whole());
+        assert!(again.is_ok_and(|a| a.whole() == ours.whole()), "{text:?}");
+        return;
+    }
     let theirs: oci_client::Reference = text
         .parse()
         .unwrap_or_else(|e| panic!("we accept {text:?}, oci-client refuses it: {e}"));
