@@ -12,7 +12,8 @@
 #   FUZZ_WORK      folder for the seed corpora, what the runs add, crash files and logs
 #                  (default: a new temporary folder, removed on success)
 #   FUZZ_NICE      nice level of the runs (default 0; the long campaigns use 19)
-#   FUZZ_MAX_SEEDS at most this many corpus files a target is seeded with (default 400)
+#   FUZZ_MAX_SEEDS at most this many corpus files a target is seeded with (default 400; the
+#                  hand-made seeds of fuzz/seeds/ come on top)
 #   BUNDLE_TOOL    a built bundle-tool, to render the corpus catalogs as JSON seeds (default:
 #                  target/debug/bundle-tool of the repository, built if missing)
 set -euo pipefail
@@ -126,9 +127,16 @@ for target in $targets; do
         tar -cf "$dir/corpus-$n.tar" -C "$bundle" .
       done ;;
   esac
+  # At most FUZZ_MAX_SEEDS corpus files (a split catalog gives hundreds), drawn the same way
+  # every run; the hand-made seeds are always kept.
+  find "$dir" -name 'corpus-*' -type f | sort | shuf --random-source=<(yes) |
+    sed -n "$((max_seeds + 1)),\$p" | xargs -r rm --
 done
 
-# The runs.
+# The runs. No backtrace in the run: printing one for a panic under libFuzzer's 1 s alarm
+# hung the process once (probably the alarm's handler and the panic both symbolizing);
+# replaying the crash file prints it.
+export RUST_BACKTRACE=0
 failed=""
 printf 'target\texecs\texec/s\tpeak RSS MiB\tseconds\tcorpus files\n' >"$work/summary.tsv"
 for target in $targets; do
