@@ -13,13 +13,14 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 say "system packages"
 # program:debian-package
 # strace: the crash-safety harness (tests/tests/crash_safety.rs) kills bundle-tool at chosen syscalls.
+# g++: libfuzzer-sys compiles libFuzzer (fuzz/run.sh).
 # The real node: containerd, runc, the CNI plugins, iptables and conntrack for kube-proxy,
 # busybox-static for test pods, gcc with the static C library for the pause image, Redis and
 # its Prometheus exporter (the sample RedisCluster OLM's operator reconciles has metrics on).
 needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
   /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev redis-server:redis-server \
-  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace"
+  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace g++:g++"
 missing=""
 for pair in $needed; do
   program=${pair%%:*}
@@ -52,6 +53,11 @@ cargo build --locked -p bundle-tool -p redis-operator
 # linked build, as a release makes it, and the catalog image's server is a statically linked
 # bundle-tool (their own folder under target/, so no rebuild of the rest).
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked -p redis-operator --bin redis-operator -p bundle-tool --bin bundle-tool --target x86_64-unknown-linux-gnu
+
+say "fuzzing: a short run of every fuzz target (fuzz/run.sh; docs/testing.md, Fuzzing)"
+# The fuzz crate is a workspace of its own (libFuzzer, instrumented build); the cheaper
+# fuzz-short profile and a few seconds a target keep this to minutes on a cold machine.
+FUZZ_PROFILE=fuzz-short FUZZ_MAX_SEEDS=50 BUNDLE_TOOL=target/debug/bundle-tool fuzz/run.sh "${FUZZ_SECONDS:-5}"
 
 say "tests (unit, integration, end-to-end on the real control plane)"
 cargo test --workspace --locked --no-fail-fast

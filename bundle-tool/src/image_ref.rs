@@ -20,8 +20,19 @@ pub fn check(spec: &str) -> Result<(), String> {
         if !algorithm_ok || !hex_ok {
             return Err("invalid reference format".into());
         }
-        if algorithm == "sha256" && hex.len() != 64 {
+        // go-digest's `Validate`, which docker's parser runs on the digest: only the
+        // algorithms Go links in, their exact length, lower-case hex.
+        let length = match algorithm {
+            "sha256" => 64,
+            "sha384" => 96,
+            "sha512" => 128,
+            _ => return Err("unsupported digest algorithm".into()),
+        };
+        if hex.len() != length {
             return Err("invalid checksum digest length".into());
+        }
+        if hex.chars().any(|c| c.is_ascii_uppercase()) {
+            return Err("invalid checksum digest format".into());
         }
     }
     // A tag is after the last ':' that comes after the last '/'.
@@ -160,6 +171,37 @@ mod tests {
             "x/y:",
         ] {
             assert!(check(spec).is_err(), "{spec} should be invalid");
+        }
+    }
+
+    #[test]
+    fn digests_are_checked_as_go_digest_checks_them() {
+        let hex = |n: usize| "ab".repeat(n / 2);
+        for (digest, error) in [
+            (
+                format!("shb256:{}", hex(64)),
+                "unsupported digest algorithm",
+            ),
+            (
+                format!("sha512:{}", hex(64)),
+                "invalid checksum digest length",
+            ),
+            (
+                format!("sha256:{}", hex(64).to_uppercase()),
+                "invalid checksum digest format",
+            ),
+        ] {
+            assert_eq!(
+                check(&format!("quay.io/x/y@{digest}")),
+                Err(error.into()),
+                "{digest}"
+            );
+        }
+        for digest in [
+            format!("sha384:{}", hex(96)),
+            format!("sha512:{}", hex(128)),
+        ] {
+            assert_eq!(check(&format!("quay.io/x/y@{digest}")), Ok(()), "{digest}");
         }
     }
 }

@@ -28,7 +28,12 @@ pub fn parse_reference(text: &str) -> anyhow::Result<Reference> {
     };
     let (mut domain, mut path) = match name.split_once('/') {
         Some((first, path))
-            if first.contains('.') || first.contains(':') || first == "localhost" =>
+            // Docker's splitDomain: an upper-case letter makes it a domain too (paths are
+            // lower case), as `image_ref::check` reads it; oci-client lacks that rule.
+            if first.contains('.')
+                || first.contains(':')
+                || first == "localhost"
+                || first.chars().any(|c| c.is_ascii_uppercase()) =>
         {
             (first.to_string(), path.to_string())
         }
@@ -73,6 +78,14 @@ mod tests {
             assert_eq!(ours.digest(), theirs.digest(), "{text}");
             assert_eq!(ours.whole(), theirs.whole(), "{text}");
         }
+    }
+
+    #[test]
+    fn an_upper_case_first_component_is_a_domain_as_in_docker() {
+        let reference = parse_reference("Registry-Host/a/b:1").unwrap();
+        assert_eq!(reference.registry(), "Registry-Host");
+        assert_eq!(reference.repository(), "a/b");
+        assert_eq!(reference.whole(), "Registry-Host/a/b:1");
     }
 
     #[test]

@@ -114,8 +114,9 @@ async fn read_message(body: Body) -> Result<Bytes, Status> {
     message_of_frame(bytes)
 }
 
-/// The message of one gRPC length-prefixed frame.
-fn message_of_frame(mut frame: Bytes) -> Result<Bytes, Status> {
+/// The message of one gRPC length-prefixed frame (public for the request-decoding fuzz
+/// target).
+pub fn message_of_frame(mut frame: Bytes) -> Result<Bytes, Status> {
     if frame.len() < 5 {
         return Err(Status::internal("missing request message"));
     }

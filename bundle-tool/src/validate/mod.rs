@@ -24,6 +24,9 @@ mod typed;
 pub use finding::{Finding, Level, Report};
 pub use load::{LoadedBundle, load_bundle};
 pub use optional::Optional;
+// The typed CSV and CRD decoders the bundle loader runs (operator-framework/api's Go types),
+// on their own for the manifest fuzz target.
+pub use typed::{DecodeError, check_crd, check_csv, line_of};
 
 /// Optional validators selectable like operator-sdk's `--select-optional`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

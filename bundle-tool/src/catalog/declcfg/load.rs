@@ -191,8 +191,13 @@ pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Resu
 }
 
 /// Parses every document into a `Value` first, then adds it by its schema: the reference
-/// behaviour, which the JSON fast path falls back to.
-fn load_generic(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Result<(), LoadError> {
+/// behaviour, which the JSON fast path falls back to (public for the differential fuzz
+/// targets, which hold [`load_str`]'s fast paths to it).
+pub fn load_generic(
+    path: &Path,
+    text: &str,
+    config: &mut DeclarativeConfig,
+) -> Result<(), LoadError> {
     for (line, document) in documents(path, text)? {
         let error = |message: String| LoadError {
             path: path.to_path_buf(),

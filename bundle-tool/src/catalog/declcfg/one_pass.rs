@@ -274,7 +274,7 @@ impl<'de> Deserialize<'de> for OnePass {
 
 /// Loads a JSON stream in one pass per document; `false` (nothing added) when any document
 /// is not one this reader takes, or the stream has an error.
-pub(super) fn load_json_one_pass(text: &str, config: &mut DeclarativeConfig) -> bool {
+pub fn load_json_one_pass(text: &str, config: &mut DeclarativeConfig) -> bool {
     let mut part = DeclarativeConfig::default();
     for document in serde_json::Deserializer::from_str(text).into_iter::<OnePass>() {
         let Ok(OnePass(document)) = document else {
