@@ -54,10 +54,16 @@ cargo build --locked -p bundle-tool -p redis-operator
 # bundle-tool (their own folder under target/, so no rebuild of the rest).
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked -p redis-operator --bin redis-operator -p bundle-tool --bin bundle-tool --target x86_64-unknown-linux-gnu
 
-say "fuzzing: a short run of every fuzz target (fuzz/run.sh; docs/testing.md, Fuzzing)"
-# The fuzz crate is a workspace of its own (libFuzzer, instrumented build); the cheaper
-# fuzz-short profile and a few seconds a target keep this to minutes on a cold machine.
-FUZZ_PROFILE=fuzz-short FUZZ_MAX_SEEDS=50 BUNDLE_TOOL=target/debug/bundle-tool fuzz/run.sh "${FUZZ_SECONDS:-5}"
+# The fuzz targets' short run (fuzz/run.sh) needs an instrumented build of bundle-tool and
+# every dependency of its own: about 26 CPU-minutes, 13 minutes on a cold 2-core machine,
+# which would take this command past CI's 90 minutes. It runs when FUZZ_SECONDS is set; the
+# inputs every campaign found are checked on every run by bundle-tool/tests/fuzz_regressions.rs.
+if [ -n "${FUZZ_SECONDS:-}" ]; then
+  say "fuzzing: a short run of every fuzz target (fuzz/run.sh; docs/testing.md, Fuzzing)"
+  FUZZ_PROFILE=fuzz-short FUZZ_MAX_SEEDS=50 BUNDLE_TOOL=target/debug/bundle-tool fuzz/run.sh "$FUZZ_SECONDS"
+else
+  say "fuzzing: not run (FUZZ_SECONDS=5 tests/run-all.sh adds the short run of every target); the regression inputs are tested below"
+fi
 
 say "tests (unit, integration, end-to-end on the real control plane)"
 cargo test --workspace --locked --no-fail-fast
