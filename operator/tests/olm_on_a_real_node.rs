@@ -59,6 +59,9 @@ fn repo() -> PathBuf {
 }
 
 /// The cluster's view of OLM's objects.
+/// Where the sample RedisCluster runs.
+const SAMPLE_NAMESPACE: &str = "redis-olm-sample";
+
 struct Cluster {
     plane: &'static ControlPlane,
     client: kube::Client,
@@ -844,7 +847,7 @@ async fn assert_registry_pod_is_restricted(cluster: &Cluster) -> anyhow::Result<
 /// The installed operator's pod runs and reconciles the sample RedisCluster to Ready with
 /// real Redis pods; a v1alpha1 read converts through the webhook OLM wired.
 async fn check_operator_reconciles_real_redis(cluster: &Cluster) -> anyhow::Result<()> {
-    let ns = "redis-olm-sample";
+    let ns = SAMPLE_NAMESPACE;
     if cluster
         .node
         .kubectl(&["get", "namespace", ns])?
@@ -911,8 +914,9 @@ async fn check_operator_reconciles_real_redis(cluster: &Cluster) -> anyhow::Resu
     Ok(())
 }
 
-/// Deletes the Subscription and the CSV, as `operator-sdk cleanup` does, and waits until the
-/// operator's Deployment, ServiceAccount and cluster RBAC are gone.
+/// Deletes the sample RedisCluster (with its namespace), the Subscription and the CSV, as
+/// `operator-sdk cleanup` removes an operator, and waits until the operator's Deployment,
+/// ServiceAccount and RBAC are gone. The CRD stays, as OLM leaves it.
 async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
     // A CSV can be Succeeded while its InstallPlan still retries a step (the CRD step waits
     // for the conversion webhook the new Deployment serves); deleting the CSV then lets the
@@ -927,6 +931,34 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
                 .then_some(()))
         })
         .await?;
+    // The operator's RedisClusters go first, while the operator still runs to finish them
+    // (they carry its finalizer), as `operator-sdk cleanup` removes an operator's custom
+    // resources. Left in place, they break the next install on OLM v0.46.0 (seen in CI):
+    // catalog-operator's first pass of the new plan created the CSV and wrote the bundle's
+    // CRD, whose conversion webhook names the plain manifests' Service, but the pass's step
+    // statuses were lost (the CSV step then read "Present"); the second pass lists the
+    // existing RedisClusters to check them against the CRD, the list needs that webhook,
+    // which no Service answers, and the plan never gets to the RBAC the CSV waits for
+    // ("no owned roles found"). With no custom resources the list needs no conversion.
+    let samples: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster.client.clone());
+    if samples.get_opt(SAMPLE_NAMESPACE).await?.is_some() {
+        samples
+            .delete(SAMPLE_NAMESPACE, &DeleteParams::default())
+            .await?;
+        cluster
+            .wait(
+                180,
+                "the sample RedisCluster and its namespace gone",
+                || async {
+                    Ok(samples
+                        .get_opt(SAMPLE_NAMESPACE)
+                        .await?
+                        .is_none()
+                        .then_some(()))
+                },
+            )
+            .await?;
+    }
     cluster
         .subscriptions()
         .delete("redis-operator", &DeleteParams::default())
