@@ -19,8 +19,6 @@ use std::time::{Duration, Instant};
 use e2e::catalogd::{Catalogd, CatalogdOptions};
 use e2e::registry_server::{RegistryServer, ServerKind};
 use e2e::{ControlPlane, OciRegistry, RegistryAuth};
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const CLIENTS: usize = 64;
@@ -179,11 +177,6 @@ async fn answer_length(address: &str, path: &str) -> usize {
     answer.body.len()
 }
 
-fn cluster_catalogs(client: &kube::Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("olm.operatorframework.io", "v1", "ClusterCatalog");
-    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
-}
-
 /// Pushes `dir` as a catalog image (catalogd reads only `/configs`, so the server layer is a
 /// small stand-in), serves it from a ClusterCatalog, and returns catalogd's base URL.
 async fn catalogd_base(
@@ -203,32 +196,10 @@ async fn catalogd_base(
         )
         .await
         .unwrap();
-    let object: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "olm.operatorframework.io/v1",
-        "kind": "ClusterCatalog",
-        "metadata": {"name": name},
-        "spec": {"source": {"type": "Image", "image": {"ref": reference}}},
-    }))
-    .unwrap();
-    let api = cluster_catalogs(client);
-    api.create(&PostParams::default(), &object).await.unwrap();
-    let api = &api;
-    e2e::eventually(Duration::from_secs(120), "Serving=True", || async move {
-        catalogd.process().check_running()?;
-        let object = api.get(name).await?;
-        let status = &object.data["status"];
-        let serving = status["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Serving" && c["status"] == "True");
-        Ok(status["urls"]["base"]
-            .as_str()
-            .filter(|_| serving)
-            .map(str::to_string))
-    })
-    .await
-    .unwrap()
+    catalogd
+        .serve_catalog(client, name, &reference)
+        .await
+        .unwrap()
 }
 
 /// The largest corpus catalog by bytes, beside the repository's own.

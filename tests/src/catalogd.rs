@@ -259,6 +259,48 @@ impl Catalogd {
         })
     }
 
+    /// Creates a ClusterCatalog named `name` on `image` and waits for `Serving=True`;
+    /// returns its `status.urls.base`.
+    pub async fn serve_catalog(
+        &self,
+        client: &kube::Client,
+        name: &str,
+        image: &str,
+    ) -> anyhow::Result<String> {
+        let gvk =
+            kube::core::GroupVersionKind::gvk("olm.operatorframework.io", "v1", "ClusterCatalog");
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::all_with(client.clone(), &kube::core::ApiResource::from_gvk(&gvk));
+        let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterCatalog",
+            "metadata": {"name": name},
+            "spec": {"source": {"type": "Image", "image": {"ref": image}}},
+        }))?;
+        api.create(&kube::api::PostParams::default(), &object)
+            .await?;
+        let api = &api;
+        crate::eventually(
+            Duration::from_secs(120),
+            &format!("ClusterCatalog {name} Serving=True"),
+            || async move {
+                self.process.check_running()?;
+                let object = api.get(name).await?;
+                let status = &object.data["status"];
+                let serving = status["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["type"] == "Serving" && c["status"] == "True");
+                Ok(match status["urls"]["base"].as_str() {
+                    Some(base) if serving => Some(base.to_string()),
+                    _ => None,
+                })
+            },
+        )
+        .await
+    }
+
     /// The process (its log, whether it still runs).
     pub fn process(&self) -> &ManagedProcess {
         &self.process

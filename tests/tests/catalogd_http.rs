@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use e2e::catalogd::{Catalogd, CatalogdOptions, HttpAnswer, http_request};
 use e2e::registry_server::{RegistryServer, ServerKind};
 use e2e::{ControlPlane, OciRegistry, RegistryAuth};
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
@@ -131,43 +131,6 @@ async fn push_catalog_image(
     reference
 }
 
-/// Creates a ClusterCatalog on `image` and waits for `Serving=True`; returns its base URL.
-async fn serve_catalog(
-    client: &kube::Client,
-    catalogd: &Catalogd,
-    name: &str,
-    image: &str,
-) -> anyhow::Result<String> {
-    let api = cluster_catalogs(client);
-    let object: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "olm.operatorframework.io/v1",
-        "kind": "ClusterCatalog",
-        "metadata": {"name": name},
-        "spec": {"source": {"type": "Image", "image": {"ref": image}}},
-    }))?;
-    api.create(&PostParams::default(), &object).await?;
-    let api = &api;
-    e2e::eventually(
-        Duration::from_secs(120),
-        &format!("ClusterCatalog {name} Serving=True"),
-        || async move {
-            catalogd.process().check_running()?;
-            let object = api.get(name).await?;
-            let status = &object.data["status"];
-            let serving = status["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Serving" && c["status"] == "True");
-            Ok(match status["urls"]["base"].as_str() {
-                Some(base) if serving => Some(base.to_string()),
-                _ => None,
-            })
-        },
-    )
-    .await
-}
-
 /// The shared catalogd, registry and a kube client for one test.
 async fn setup() -> (
     std::sync::Arc<ControlPlane>,
@@ -213,9 +176,7 @@ async fn compare_catalog(
     // this build's 77 MB debug bundle-tool, compressing it and catalogd unpacking it took
     // about half of the 306 s the 40 catalogs needed.
     let image = push_catalog_image(registry, dir, &name, Path::new(STAND_IN_SERVER)).await;
-    let base = serve_catalog(client, catalogd, &name, &image)
-        .await
-        .unwrap();
+    let base = catalogd.serve_catalog(client, &name, &image).await.unwrap();
     let http_port = e2e::free_port().unwrap();
     let ours = RegistryServer::start(
         ServerKind::BundleTool,
@@ -320,7 +281,8 @@ async fn catalogd_and_our_http_view_agree_on_the_repository_catalog_and_the_corp
     let dir = repository_catalog();
     let name = catalog_name(&dir);
     let image = push_catalog_image(&registry, &dir, &name, &e2e::bundle_tool_binary()).await;
-    let base = serve_catalog(&client, &catalogd, &name, &image)
+    let base = catalogd
+        .serve_catalog(&client, &name, &image)
         .await
         .unwrap();
     assert!(
