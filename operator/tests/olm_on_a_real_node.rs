@@ -963,6 +963,19 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
         .subscriptions()
         .delete("redis-operator", &DeleteParams::default())
         .await?;
+    // The CSV only once the Subscription is gone: a CSV deleted while catalog-operator still
+    // syncs the Subscription came back Succeeded (seen locally: the wait below timed out).
+    cluster
+        .wait(60, "the Subscription gone", || async {
+            Ok(cluster
+                .subscriptions()
+                .get_opt("redis-operator")
+                .await?
+                .is_none()
+                .then_some(()))
+        })
+        .await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
     cluster.csvs().delete(csv, &DeleteParams::default()).await?;
     // The plans too: catalog-operator may take an InstallPlan left in the namespace for a
     // new Subscription's resolution, whose steps then never run again (the re-installed CSV
