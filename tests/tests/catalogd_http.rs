@@ -493,8 +493,8 @@ async fn catalogd_and_our_http_view_agree_on_the_repository_catalog_and_the_corp
         }
     }
     // If-Range: the server's own date keeps the range, another date gets the whole body.
-    for (date_of, holds) in [(true, true), (false, false)] {
-        let date = |own: &str| if date_of { own.to_string() } else { old_date() };
+    for holds in [true, false] {
+        let date = |own: &str| if holds { own.to_string() } else { old_date() };
         let tr = theirs(
             "GET",
             "/api/v1/all".into(),
