@@ -65,6 +65,9 @@ export E2E_RUN_ID="$$"
 # that is never dropped, so its folders would otherwise stay.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/e2e-run-$$-XXXXXX")
 export TMPDIR="$scratch"
+# bundle-tool's layer cache (bundle-tool/src/image/layer_cache.rs) in there too, so that tests
+# and benches leave nothing in the user's ~/.cache.
+export BUNDLE_TOOL_CACHE_DIR="$scratch/bundle-tool-cache"
 # kubelet sets these at start-up; they are not namespaced.
 sysctls="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
 saved=""

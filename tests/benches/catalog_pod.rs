@@ -26,6 +26,8 @@ const ROUNDS: usize = 3;
 struct Sample {
     ready: Duration,
     memory: u64,
+    /// What the memory is made of, from `memory.stat`.
+    parts: String,
 }
 
 /// Creates a CatalogSource for `image`, waits for READY, reads the registry pod's memory,
@@ -72,7 +74,22 @@ async fn run_once(
         .into_iter()
         .next()
         .ok_or_else(|| anyhow::anyhow!("no registry pod for {name}"))?;
-    let memory = node.pod_memory(pod.metadata.uid.as_deref().unwrap_or_default())?;
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let memory = node.pod_memory(uid)?;
+    let stat = node.pod_memory_stat(uid)?;
+    let parts = [
+        "total_rss",
+        "total_cache",
+        "total_shmem",
+        "total_mapped_file",
+    ]
+    .iter()
+    .map(|name| {
+        let mib = stat.get(*name).copied().unwrap_or_default() as f64 / (1 << 20) as f64;
+        format!("{} {mib:.1}", name.trim_start_matches("total_"))
+    })
+    .collect::<Vec<_>>()
+    .join(", ");
     sources.delete(name, &DeleteParams::default()).await?;
     e2e::eventually(
         Duration::from_secs(120),
@@ -83,7 +100,11 @@ async fn run_once(
         },
     )
     .await?;
-    Ok(Sample { ready, memory })
+    Ok(Sample {
+        ready,
+        memory,
+        parts,
+    })
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -159,9 +180,10 @@ async fn main() -> anyhow::Result<()> {
                 .iter()
                 .map(|s| {
                     format!(
-                        "{:.1} s/{:.1} MiB",
+                        "{:.1} s/{:.1} MiB [{}]",
                         s.ready.as_secs_f64(),
-                        s.memory as f64 / (1 << 20) as f64
+                        s.memory as f64 / (1 << 20) as f64,
+                        s.parts
                     )
                 })
                 .collect();

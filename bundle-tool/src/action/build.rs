@@ -48,7 +48,18 @@ pub fn catalog_image(
     let (_, valid) = crate::catalog::model::validate_dir(dir)
         .map_err(|e| ActionError::message(format!("{}: {e}", dir.display())))?;
     let server = image::server_binary()?;
-    let built = image::build_runnable_catalog_image(dir, &server)?;
+    let part = image::ServerPart::prepare(&server)?;
+    Ok((runnable_catalog_image(dir, &server, &part)?, valid))
+}
+
+/// The catalog image of an already validated catalog folder around `server`'s prepared part,
+/// with a warning when the server is linked dynamically.
+pub fn runnable_catalog_image(
+    dir: &std::path::Path,
+    server: &std::path::Path,
+    part: &image::ServerPart,
+) -> Result<BuiltImage, ActionError> {
+    let built = image::build_catalog_image_with(dir, part)?;
     if !built.static_server {
         // Said, not refused: the image still runs, on nodes like this machine.
         eprintln!(
@@ -57,7 +68,7 @@ pub fn catalog_image(
             image::SERVER_BINARY_VARIABLE
         );
     }
-    Ok((built.image, valid))
+    Ok(built.image)
 }
 
 impl Action for BuildArgs {

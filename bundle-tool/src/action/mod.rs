@@ -26,7 +26,7 @@ mod serve;
 mod validate;
 
 pub use audit::{AuditArgs, AuditFormat};
-pub use build::{BuildArgs, bundle_image, catalog_image};
+pub use build::{BuildArgs, bundle_image, catalog_image, runnable_catalog_image};
 pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
 pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs};
 pub use error::ActionError;

@@ -183,13 +183,24 @@ pub fn build_binary_image(
 
 /// Compresses the layer and writes config and manifest around it.
 pub(super) fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImage> {
-    // Pinned: gzip level 6 and the miniz_oxide backend (the default) with mtime 0 make the
-    // compressed bytes, and so the layer digest, the same on every machine.
+    let layer = gzip_member(&tar)?;
+    Ok(assemble_compressed(layer, config))
+}
+
+/// `bytes` as one gzip member, compressed the pinned way: gzip level 6 and the miniz_oxide
+/// backend (the default) with mtime 0 make the compressed bytes, and so the layer digest, the
+/// same on every machine. A layer may be several members one after the other (RFC 1952 §2.2;
+/// every gzip reader of the image tools reads them as one stream).
+pub(super) fn gzip_member(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut encoder = flate2::GzBuilder::new()
         .mtime(0)
         .write(Vec::new(), flate2::Compression::new(6));
-    encoder.write_all(&tar)?;
-    let layer = encoder.finish()?;
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+/// The manifest around an already compressed layer and its config.
+pub(super) fn assemble_compressed(layer: Vec<u8>, config: Value) -> BuiltImage {
     let config = serde_json::to_vec(&config).expect("JSON values serialize");
     let manifest = json!({
         "schemaVersion": 2,
@@ -198,11 +209,11 @@ pub(super) fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImag
         "layers": [{"mediaType": LAYER_MEDIA_TYPE, "digest": digest(&layer), "size": layer.len()}],
     });
     let manifest = serde_json::to_vec(&manifest).expect("JSON values serialize");
-    Ok(BuiltImage {
+    BuiltImage {
         manifest,
         config,
         layer,
-    })
+    }
 }
 
 /// Builds an image whose one layer holds `folders`.

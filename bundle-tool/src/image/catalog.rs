@@ -21,7 +21,13 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
+use sha2::{Digest, Sha256};
+
+use super::build::{assemble_compressed, gzip_member};
+use super::layer_cache::LayerCache;
+use super::rootfs::{
+    ContainerConfig, RootfsEntry, TAR_END, image_config, program_with_libraries, tar_part,
+};
 use super::{BuiltImage, CATALOG_CONFIGS_LABEL};
 
 /// The variable that picks the server binary put into catalog images.
@@ -50,27 +56,86 @@ pub struct CatalogImage {
     pub static_server: bool,
 }
 
+/// The server's part of a catalog image, which is the same for every catalog: the program
+/// (and its libraries), the `grpc_health_probe` link and `/tmp`, as tar entries and as the
+/// first gzip member of the layer. It is prepared apart from the catalog so that it can be
+/// compressed while other work runs (`release` starts it first) and taken from the
+/// [`LayerCache`] when this server was compressed before.
+pub struct ServerPart {
+    /// The layer's digest state after the server's entries (the catalog's follow).
+    diff: Sha256,
+    member: Vec<u8>,
+    static_server: bool,
+}
+
+impl ServerPart {
+    /// The part for `server`, from the layer cache (see [`LayerCache::from_env`]) when it
+    /// is there.
+    pub fn prepare(server: &Path) -> io::Result<ServerPart> {
+        Self::prepare_with(server, LayerCache::from_env().as_ref())
+    }
+
+    /// The part for `server`, from `cache` when given and it has the part.
+    pub fn prepare_with(server: &Path, cache: Option<&LayerCache>) -> io::Result<ServerPart> {
+        let mut entries = program_with_libraries(server)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", server.display())))?;
+        let static_server = entries.len() == 1;
+        if let Some(RootfsEntry::File { path, .. }) = entries.first_mut() {
+            *path = SERVER_PATH.to_string();
+        }
+        entries.push(RootfsEntry::Symlink {
+            path: format!("/usr/bin/{}", crate::health_probe::PROGRAM_NAME),
+            target: "bundle-tool".into(),
+        });
+        entries.push(RootfsEntry::Dir {
+            path: "/tmp".into(),
+            mode: 0o1777,
+        });
+        let tar = tar_part(&entries)?;
+        let member = match cache {
+            Some(cache) => cache.member(&tar, gzip_member)?,
+            None => gzip_member(&tar)?,
+        };
+        let mut diff = Sha256::new();
+        diff.update(&tar);
+        Ok(ServerPart {
+            diff,
+            member,
+            static_server,
+        })
+    }
+}
+
 /// Builds the catalog image of the folder `catalog` with `server` as its server.
 pub fn build_runnable_catalog_image(catalog: &Path, server: &Path) -> io::Result<CatalogImage> {
-    let mut entries = program_with_libraries(server)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", server.display())))?;
-    let static_server = entries.len() == 1;
-    if let Some(RootfsEntry::File { path, .. }) = entries.first_mut() {
-        *path = SERVER_PATH.to_string();
-    }
-    entries.push(RootfsEntry::Symlink {
-        path: format!("/usr/bin/{}", crate::health_probe::PROGRAM_NAME),
-        target: "bundle-tool".into(),
-    });
-    entries.push(RootfsEntry::Dir {
-        path: "/tmp".into(),
-        mode: 0o1777,
-    });
-    entries.push(RootfsEntry::Dir {
+    build_catalog_image_with(catalog, &ServerPart::prepare(server)?)
+}
+
+/// Builds the catalog image of the folder `catalog` around an already prepared server part.
+///
+/// One layer, two gzip members: the server's entries, then `/configs` and the end of the
+/// archive. As one tar stream it holds the same entries as a layer compressed in one piece,
+/// and the server's member is the same bytes for every catalog.
+pub fn build_catalog_image_with(catalog: &Path, server: &ServerPart) -> io::Result<CatalogImage> {
+    let mut entries = vec![RootfsEntry::Dir {
         path: "/configs".into(),
         mode: 0o755,
-    });
+    }];
     folder_entries(catalog, "/configs", &mut entries)?;
+    let mut configs = tar_part(&entries)?;
+    configs.extend_from_slice(&TAR_END);
+    let mut diff = server.diff.clone();
+    diff.update(&configs);
+    let diff_id: String = diff
+        .finalize()
+        .iter()
+        .fold(String::from("sha256:"), |mut out, b| {
+            out.push_str(&format!("{b:02x}"));
+            out
+        });
+    let mut layer = Vec::with_capacity(server.member.len() + configs.len() / 4);
+    layer.extend_from_slice(&server.member);
+    layer.extend_from_slice(&gzip_member(&configs)?);
     let config = ContainerConfig {
         entrypoint: vec![SERVER_PATH.into()],
         cmd: [
@@ -88,8 +153,8 @@ pub fn build_runnable_catalog_image(catalog: &Path, server: &Path) -> io::Result
         labels: BTreeMap::from([(CATALOG_CONFIGS_LABEL.to_string(), "/configs".to_string())]),
     };
     Ok(CatalogImage {
-        image: build_rootfs_image(&entries, &config)?,
-        static_server,
+        image: assemble_compressed(layer, image_config(&config, &diff_id)),
+        static_server: server.static_server,
     })
 }
 
@@ -151,6 +216,40 @@ mod tests {
     }
 
     #[test]
+    fn a_cached_server_part_gives_the_same_image() {
+        let (dir, server) = (catalog(), server());
+        let cache_dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(cache_dir.path());
+        let uncached = ServerPart::prepare_with(&server, None).unwrap();
+        let stored = ServerPart::prepare_with(&server, Some(&cache)).unwrap();
+        let hit = ServerPart::prepare_with(&server, Some(&cache)).unwrap();
+        let digests: Vec<String> = [&uncached, &stored, &hit]
+            .iter()
+            .map(|part| {
+                build_catalog_image_with(dir.path(), part)
+                    .unwrap()
+                    .image
+                    .digest()
+            })
+            .collect();
+        assert_eq!(digests[0], digests[1]);
+        assert_eq!(digests[0], digests[2]);
+        // The config's diff_id is the digest of the whole uncompressed layer.
+        let image = build_catalog_image_with(dir.path(), &hit).unwrap().image;
+        let mut tar = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::MultiGzDecoder::new(&image.layer[..]),
+            &mut tar,
+        )
+        .unwrap();
+        let config: serde_json::Value = serde_json::from_slice(&image.config).unwrap();
+        assert_eq!(
+            config["rootfs"]["diff_ids"][0],
+            crate::image::digest(&tar).as_str()
+        );
+    }
+
+    #[test]
     fn the_image_runs_the_server_as_olm_expects() {
         let dir = catalog();
         let built = build_runnable_catalog_image(dir.path(), &server()).unwrap();
@@ -170,7 +269,7 @@ mod tests {
         );
         assert_eq!(runtime["User"], CATALOG_USER);
         assert_eq!(runtime["Labels"][CATALOG_CONFIGS_LABEL], "/configs");
-        let tar = flate2::read::GzDecoder::new(&built.image.layer[..]);
+        let tar = flate2::read::MultiGzDecoder::new(&built.image.layer[..]);
         let mut archive = tar::Archive::new(tar);
         let mut seen = BTreeMap::new();
         for entry in archive.entries().unwrap() {

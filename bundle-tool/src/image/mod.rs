@@ -5,6 +5,7 @@
 mod build;
 mod catalog;
 mod credentials;
+mod layer_cache;
 mod layout;
 mod pull;
 mod push;
@@ -17,10 +18,11 @@ mod unpack;
 
 pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
 pub use catalog::{
-    CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, build_runnable_catalog_image,
-    server_binary,
+    CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, ServerPart,
+    build_catalog_image_with, build_runnable_catalog_image, server_binary,
 };
 pub use credentials::Credentials;
+pub use layer_cache::{CACHE_DIR_VARIABLE, LayerCache};
 pub use layout::{layout_digest, read_layout, write_images, write_layout};
 pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_temp};
 pub use reference::parse_reference;

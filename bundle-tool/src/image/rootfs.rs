@@ -85,6 +85,19 @@ pub fn build_rootfs_image(
     entries: &[RootfsEntry],
     config: &ContainerConfig,
 ) -> io::Result<BuiltImage> {
+    let mut tar = tar_part(entries)?;
+    tar.extend_from_slice(&TAR_END);
+    let image_config = image_config(config, &super::digest(&tar));
+    assemble(tar, image_config)
+}
+
+/// The two zero blocks that end a tar archive.
+pub(super) const TAR_END: [u8; 1024] = [0; 1024];
+
+/// The tar entries of `entries`, sorted by path, with the folders that hold an entry but are
+/// not listed added (mode 0755), and *without* the end-of-archive blocks: parts made this way
+/// can follow one another in one archive (the catalog image puts its server part first).
+pub(super) fn tar_part(entries: &[RootfsEntry]) -> io::Result<Vec<u8>> {
     let mut by_path: BTreeMap<String, &RootfsEntry> = BTreeMap::new();
     let mut implied: BTreeMap<String, RootfsEntry> = BTreeMap::new();
     for entry in entries {
@@ -153,7 +166,13 @@ pub fn build_rootfs_image(
             }
         }
     }
-    let tar = builder.into_inner()?;
+    // Taken before the builder is dropped: dropping it appends the end-of-archive blocks,
+    // here to the empty vector left behind.
+    Ok(std::mem::take(builder.get_mut()))
+}
+
+/// The image config of a one-layer image whose uncompressed layer has digest `diff_id`.
+pub(super) fn image_config(config: &ContainerConfig, diff_id: &str) -> serde_json::Value {
     let mut runtime = serde_json::Map::new();
     runtime.insert("Labels".into(), json!(config.labels));
     if !config.entrypoint.is_empty() {
@@ -169,13 +188,12 @@ pub fn build_rootfs_image(
         runtime.insert("Env".into(), json!(config.env));
     }
     runtime.insert("WorkingDir".into(), json!("/"));
-    let image_config = json!({
+    json!({
         "architecture": "amd64",
         "os": "linux",
         "config": runtime,
-        "rootfs": {"type": "layers", "diff_ids": [super::digest(&tar)]},
-    });
-    assemble(tar, image_config)
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+    })
 }
 
 /// `program` at `/usr/bin/<name>` (mode 0755) and, unless it is statically linked, every

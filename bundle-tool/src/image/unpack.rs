@@ -18,7 +18,10 @@ pub fn unpack_layer_part(
     dir: &Path,
     only: Option<&Path>,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
+    // Every member: a layer may be several gzip members one after the other (the catalog
+    // image's server part is one, cached between builds), and a reader of the first alone
+    // would see a shorter archive without any error.
+    let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(layer));
     let mut written = Vec::new();
     let mut total = 0u64;
     for entry in archive.entries()? {
@@ -96,6 +99,32 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(&tar).unwrap();
         gz.finish().unwrap()
+    }
+
+    #[test]
+    fn reads_every_gzip_member_of_a_layer() {
+        // Two members: the first holds one entry and no end-of-archive blocks, the second
+        // the next entry and the end (how the catalog image is made).
+        let whole = {
+            let mut gz =
+                flate2::read::GzDecoder::new(&layer(&[("a/first", tar::EntryType::Regular)])[..]);
+            let mut tar = Vec::new();
+            gz.read_to_end(&mut tar).unwrap();
+            tar
+        };
+        let first_entry = &whole[..1024]; // one header block and one data block
+        let second = layer(&[("a/second", tar::EntryType::Regular)]);
+        let mut two = Vec::new();
+        let mut gz = flate2::write::GzEncoder::new(&mut two, flate2::Compression::default());
+        gz.write_all(first_entry).unwrap();
+        gz.finish().unwrap();
+        two.extend_from_slice(&second);
+        let dir = tempfile::tempdir().unwrap();
+        let files = unpack_layer(&two, dir.path()).unwrap();
+        assert_eq!(
+            files,
+            vec![PathBuf::from("a/first"), PathBuf::from("a/second")]
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::catalog_edit::{self, StagedCatalog};
 use super::summary::{StepStatus, Summary};
 use super::{Plan, ReleaseError, bundle_diff};
-use crate::action::{BundleInputs, catalog_image, created_at, created_at_of_csv};
+use crate::action::{BundleInputs, created_at, created_at_of_csv, runnable_catalog_image};
 use crate::audit::CapabilityLevel;
 use crate::bundle::write::write_bundle;
 use crate::catalog::render::render_bundle_dir;
@@ -55,6 +55,16 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
 }
 
 fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
+    // The catalog image's server part depends on nothing the steps make: it is prepared on
+    // another thread while they run (compressing a 27 MB static server takes ~1.5 s when the
+    // layer cache does not have it; the steps before build-catalog ~0.4 s).
+    let server_part = (!plan.dry_run).then(|| {
+        std::thread::spawn(|| -> std::io::Result<(PathBuf, image::ServerPart)> {
+            let server = image::server_binary()?;
+            let part = image::ServerPart::prepare(&server)?;
+            Ok((server, part))
+        })
+    });
     // generate: with the released bundle's createdAt when the version is already in the
     // catalog, so that an unchanged re-release generates the same bytes.
     let released = catalog_edit::released_bundle(&plan.catalog_dir, &plan.bundle_name)?;
@@ -286,8 +296,18 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         ),
     }
     summary.set("validate-catalog", StepStatus::Done, "valid");
-    let (catalog_image, _) =
-        catalog_image(&catalog_source).map_err(|e| ReleaseError::step("build-catalog", e))?;
+    let (server, part) = server_part
+        .expect("started unless this is a dry run")
+        .join()
+        .map_err(|_| {
+            ReleaseError::step(
+                "build-catalog",
+                crate::action::ActionError::message("preparing the server part panicked"),
+            )
+        })?
+        .map_err(|e| ReleaseError::step("build-catalog", e))?;
+    let catalog_image = runnable_catalog_image(&catalog_source, &server, &part)
+        .map_err(|e| ReleaseError::step("build-catalog", e))?;
     summary.catalog.digest = catalog_image.digest();
     summary.set("build-catalog", StepStatus::Done, catalog_image.digest());
 

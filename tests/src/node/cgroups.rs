@@ -73,3 +73,22 @@ pub fn memory_usage(path: &str) -> anyhow::Result<u64> {
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     Ok(text.trim().parse()?)
 }
+
+/// The named counters of the cgroup `path`'s `memory.stat` (v1: `total_rss`, `total_cache`,
+/// `total_shmem`, `total_mapped_file`, … with its descendants), in bytes.
+pub fn memory_stat(path: &str) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+    let file = Path::new(CGROUP_FS)
+        .join("memory")
+        .join(path.trim_start_matches('/'))
+        .join("memory.stat");
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    text.lines()
+        .map(|line| {
+            let (name, value) = line
+                .split_once(' ')
+                .with_context(|| format!("{}: {line:?}", file.display()))?;
+            Ok((name.to_string(), value.trim().parse()?))
+        })
+        .collect()
+}

@@ -314,6 +314,24 @@ impl RealNode {
         )
     }
 
+    /// The `memory.stat` counters of the pod with this uid (what its memory is made of:
+    /// `total_rss`, `total_cache`, `total_shmem`, …).
+    pub fn pod_memory_stat(
+        &self,
+        uid: &str,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+        for class in ["burstable/", "besteffort/", ""] {
+            let path = format!("{}/kubepods/{class}pod{uid}", self.cgroup_root);
+            if let Ok(stat) = cgroups::memory_stat(&path) {
+                return Ok(stat);
+            }
+        }
+        bail!(
+            "no cgroup for pod {uid} below {}/kubepods",
+            self.cgroup_root
+        )
+    }
+
     /// How long the node took to start (images, containerd, kubelet, kube-proxy, CoreDNS).
     pub fn started_in(&self) -> Duration {
         self.started_in

@@ -1,0 +1,282 @@
+//! Compressed layer parts kept between runs, so that a release does not compress the same
+//! server binary again. Compressing a 27 MB static `bundle-tool` at the pinned gzip level
+//! takes about 1.5 s on one core, three quarters of a whole release of the Redis operator
+//! (docs/benchmarks.md, `release`); reading it back and checking it takes milliseconds. It is
+//! what `docker build` gets from reusing a pulled base image's layers.
+//!
+//! An entry is found by the digest of the *uncompressed* bytes and a fingerprint of the
+//! compressor (the gzip of a fixed sample): a cached part is only used when this program
+//! would have compressed those bytes to exactly the same member, so a catalog image has the
+//! same digest with or without the cache, on any machine. Each file is named after the digest
+//! of its own content too, which is checked on every read; a torn or altered file is
+//! ignored, removed, and built again. Nothing here is precious: every failure to read or
+//! write the cache falls back to compressing.
+//!
+//! Where: `$BUNDLE_TOOL_CACHE_DIR/layers`, else `$XDG_CACHE_HOME/bundle-tool/layers`, else
+//! `~/.cache/bundle-tool/layers`; `BUNDLE_TOOL_CACHE_DIR=` (empty) turns the cache off. The
+//! newest [`KEEP`] entries are kept.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+/// The variable that moves (or, empty, turns off) the cache.
+pub const CACHE_DIR_VARIABLE: &str = "BUNDLE_TOOL_CACHE_DIR";
+
+/// How many entries are kept: a few builds of the server side by side (a developer switching
+/// between two builds, a release job building for two tags).
+const KEEP: usize = 4;
+
+/// A temporary file older than this was left by a process that died while writing it.
+const STALE_TEMPORARY: Duration = Duration::from_secs(600);
+
+/// The cache folder, when the cache is on.
+#[derive(Debug, Clone)]
+pub struct LayerCache {
+    dir: PathBuf,
+}
+
+impl LayerCache {
+    /// The cache at its configured place, or `None` when it is turned off or no place is
+    /// known.
+    pub fn from_env() -> Option<LayerCache> {
+        let dir = match std::env::var_os(CACHE_DIR_VARIABLE) {
+            Some(dir) if dir.is_empty() => return None,
+            Some(dir) => PathBuf::from(dir),
+            None => match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+                Some(dir) => PathBuf::from(dir).join("bundle-tool"),
+                None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/bundle-tool"),
+            },
+        };
+        Some(LayerCache::at(&dir))
+    }
+
+    /// The cache in `dir` (its entries in `dir/layers`).
+    pub fn at(dir: &Path) -> LayerCache {
+        LayerCache {
+            dir: dir.join("layers"),
+        }
+    }
+
+    /// The gzip member of `uncompressed` made by `compress`, from the cache when an entry
+    /// for the same bytes and the same compressor is there, else made now and stored.
+    pub fn member(
+        &self,
+        uncompressed: &[u8],
+        compress: impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
+    ) -> std::io::Result<Vec<u8>> {
+        let key = key(uncompressed, &compress)?;
+        if let Some(found) = self.get(&key) {
+            return Ok(found);
+        }
+        let member = compress(uncompressed)?;
+        // A cache that cannot be written costs the next run the compression, nothing else.
+        let _ = self.put(&key, &member);
+        Ok(member)
+    }
+
+    /// The entry for `key`, checked against the digest in its name.
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        let prefix = format!("{key}-");
+        for entry in std::fs::read_dir(&self.dir).ok()?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(content_digest) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".gz"))
+            else {
+                continue;
+            };
+            let path = entry.path();
+            match std::fs::read(&path) {
+                Ok(bytes) if hex_digest(&bytes) == content_digest => {
+                    // Marks it as recently used, for pruning.
+                    if let Ok(file) = std::fs::File::options().append(true).open(&path) {
+                        let _ = file.set_modified(SystemTime::now());
+                    }
+                    return Some(bytes);
+                }
+                _ => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        None
+    }
+
+    /// Stores `member` under `key`: written to a temporary file and renamed, so a reader
+    /// never sees a part of it; then the oldest entries beyond [`KEEP`] are removed.
+    fn put(&self, key: &str, member: &[u8]) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let name = format!("{key}-{}.gz", hex_digest(member));
+        let temporary = self.dir.join(format!(".tmp-{}-{name}", std::process::id()));
+        std::fs::write(&temporary, member)?;
+        std::fs::rename(&temporary, self.dir.join(&name)).inspect_err(|_| {
+            let _ = std::fs::remove_file(&temporary);
+        })?;
+        self.prune();
+        Ok(())
+    }
+
+    /// Keeps the newest [`KEEP`] entries and removes temporary files left by dead writers.
+    fn prune(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        let mut kept: Vec<(SystemTime, PathBuf)> = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            if name.starts_with(".tmp-") {
+                if now.duration_since(modified).unwrap_or_default() > STALE_TEMPORARY {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            } else if name.ends_with(".gz") {
+                kept.push((modified, entry.path()));
+            }
+        }
+        kept.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, path) in kept.into_iter().skip(KEEP) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The entry key: the digest of the uncompressed bytes, bound to the compressor's
+/// fingerprint.
+fn key(
+    uncompressed: &[u8],
+    compress: &impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
+) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    hasher.update(b"bundle-tool layer part\0");
+    hasher.update(fingerprint(compress)?);
+    hasher.update(Sha256::digest(uncompressed));
+    Ok(hex(&hasher.finalize()))
+}
+
+/// The digest of the compressor's output on a fixed sample of text and noise: a new
+/// compressor build that writes other bytes (a new flate2 or miniz_oxide, another level) has
+/// another fingerprint, so its parts are never mixed with older ones. About a millisecond.
+fn fingerprint(compress: &impl Fn(&[u8]) -> std::io::Result<Vec<u8>>) -> std::io::Result<[u8; 32]> {
+    static SAMPLE: OnceLock<Vec<u8>> = OnceLock::new();
+    let sample = SAMPLE.get_or_init(|| {
+        let mut sample = Vec::with_capacity(64 * 1024);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        while sample.len() < 64 * 1024 {
+            // Runs of repeated text between bytes of SplitMix64 noise, so that both literal
+            // and match coding are exercised.
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            sample.extend_from_slice(&z.to_le_bytes());
+            sample.extend_from_slice(b"apiVersion: operators.coreos.com/v1alpha1\n");
+        }
+        sample
+    });
+    Ok(Sha256::digest(compress(sample)?).into())
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+        super::super::build::gzip_member(bytes)
+    }
+
+    #[test]
+    fn a_second_request_is_answered_from_the_cache_with_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        let calls = Cell::new(0);
+        let counting = |bytes: &[u8]| {
+            calls.set(calls.get() + 1);
+            gzip(bytes)
+        };
+        let data = b"server bytes".repeat(1000);
+        let first = cache.member(&data, counting).unwrap();
+        // The fingerprint compresses the sample once per key: two calls for a miss.
+        assert_eq!(calls.get(), 2);
+        let second = cache.member(&data, counting).unwrap();
+        assert_eq!(
+            calls.get(),
+            3,
+            "a hit compresses only the fingerprint sample"
+        );
+        assert_eq!(first, second);
+        assert_eq!(first, gzip(&data).unwrap());
+    }
+
+    #[test]
+    fn another_compressor_or_other_bytes_do_not_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        let data = b"server bytes".repeat(1000);
+        cache.member(&data, gzip).unwrap();
+        let fast = |bytes: &[u8]| {
+            let mut encoder = flate2::GzBuilder::new()
+                .mtime(0)
+                .write(Vec::new(), flate2::Compression::new(1));
+            std::io::Write::write_all(&mut encoder, bytes)?;
+            encoder.finish()
+        };
+        let other = cache.member(&data, fast).unwrap();
+        assert_eq!(other, fast(&data).unwrap());
+        let more = b"other bytes".repeat(1000);
+        assert_eq!(cache.member(&more, gzip).unwrap(), gzip(&more).unwrap());
+    }
+
+    #[test]
+    fn a_damaged_entry_is_removed_and_built_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        let data = b"server bytes".repeat(1000);
+        let good = cache.member(&data, gzip).unwrap();
+        let entry = std::fs::read_dir(dir.path().join("layers"))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        std::fs::write(&entry, b"torn").unwrap();
+        assert_eq!(cache.member(&data, gzip).unwrap(), good);
+        assert_eq!(std::fs::read(&entry).unwrap(), good);
+    }
+
+    #[test]
+    fn only_the_newest_entries_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        for n in 0..(KEEP + 3) {
+            cache.member(format!("part {n}").as_bytes(), gzip).unwrap();
+        }
+        let count = std::fs::read_dir(dir.path().join("layers"))
+            .unwrap()
+            .count();
+        assert_eq!(count, KEEP);
+    }
+
+    #[test]
+    fn an_unwritable_cache_still_gives_the_member() {
+        let cache = LayerCache::at(Path::new("/proc/no-such-cache"));
+        let data = b"server bytes".repeat(10);
+        assert_eq!(cache.member(&data, gzip).unwrap(), gzip(&data).unwrap());
+    }
+}
