@@ -528,12 +528,18 @@ fn format_valid(format: &str, text: &str) -> Option<bool> {
             },
             None => false,
         },
+        // Five groups of hex digits (8-4-4-4-12), each dash between them optional.
         "uuid" => {
-            let hex: String = text.chars().filter(|c| *c != '-').collect();
-            let groups: Vec<&str> = text.split('-').collect();
-            hex.len() == 32
-                && hex.chars().all(|c| c.is_ascii_hexdigit())
-                && (groups.len() == 1 || groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]))
+            let mut rest = text;
+            [8usize, 4, 4, 4, 12].iter().enumerate().all(|(i, &len)| {
+                if i > 0 {
+                    rest = rest.strip_prefix('-').unwrap_or(rest);
+                }
+                let ok =
+                    rest.len() >= len && rest.as_bytes()[..len].iter().all(u8::is_ascii_hexdigit);
+                rest = rest.get(len..).unwrap_or("");
+                ok
+            }) && rest.is_empty()
         }
         "date" => jiff::civil::Date::strptime("%Y-%m-%d", text).is_ok() && text.len() == 10,
         "byte" => {
@@ -684,10 +690,29 @@ mod tests {
         assert!(
             texts(
                 schema,
-                json!({"spec": {"ip": "10.0.0.1", "id": "123e4567-e89b-12d3-a456-426614174000", "mail": "not checked"}})
+                json!({"spec": {"ip": "10.0.0.1", "id": "123E4567-e89b12d3-a456-426614174000", "mail": "not checked"}})
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn formats() {
+        for (format, good, bad) in [
+            (
+                "uuid",
+                "123e4567e89b12d3a456426614174000",
+                "123e4567-e89b-12d3-a456-42661417400",
+            ),
+            ("ipv6", "fe80::1", "10.0.0.1"),
+            ("cidr", "10.0.0.0/8", "10.0.0.0/33"),
+            ("date", "2026-12-02", "2026-12-2"),
+            ("byte", "aGk=", "aGk"),
+        ] {
+            assert_eq!(format_valid(format, good), Some(true), "{format} {good}");
+            assert_eq!(format_valid(format, bad), Some(false), "{format} {bad}");
+        }
+        assert_eq!(format_valid("date-time", "anything"), None);
     }
 
     #[test]
