@@ -150,7 +150,7 @@ fn from_image(
     images: Option<&ImageBundles>,
 ) -> Result<Result<BundleContents, String>, UpgradeError> {
     let no_objects = "a bundle without olm.bundle.object properties";
-    let Some(images) = images.filter(|i| !image.is_empty()) else {
+    let Some(images) = images.filter(|_| !image.is_empty()) else {
         return Ok(Err(format!(
             "{no_objects}; render the catalog with its objects"
         )));
