@@ -409,3 +409,109 @@ fn a_catalog_edge_that_removes_a_stored_version_fails() {
         "{text}"
     );
 }
+
+/// The Redis catalog with v0.3.0's `olm.bundle.object` properties removed: v0.3.0 is then an
+/// image reference only. Returns the catalog folder and v0.3.0's image.
+fn catalog_without_objects_of_v030() -> (tempfile::TempDir, String) {
+    let text = std::fs::read_to_string(repo().join("catalog/redis-operator/catalog.json"))
+        .expect("catalog");
+    let mut out = String::new();
+    let mut image = String::new();
+    for doc in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+        let mut value = doc.expect("catalog document");
+        if value["name"] == "redis-operator.v0.3.0" && value["schema"] == "olm.bundle" {
+            image = value["image"].as_str().expect("image").to_string();
+            value["properties"]
+                .as_array_mut()
+                .expect("properties")
+                .retain(|p| p["type"] != "olm.bundle.object");
+        }
+        out.push_str(&value.to_string());
+        out.push('\n');
+    }
+    assert!(!image.is_empty(), "v0.3.0 in the catalog");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("redis-operator")).unwrap();
+    std::fs::write(dir.path().join("redis-operator/catalog.json"), out).unwrap();
+    (dir, image)
+}
+
+#[test]
+fn catalog_bundles_without_objects_come_from_bundle_sources() {
+    let (catalog, image) = catalog_without_objects_of_v030();
+    let catalog = catalog.path().to_str().unwrap().to_string();
+
+    // Without a source the two edges into v0.3.0 are named as not checked, with the way out.
+    let output = bundle_tool(&["catalog", "check-upgrades", &catalog]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stdout.ends_with("1 upgrade edges checked, 0 unsafe, 2 not checked\n"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "redis-operator: redis-operator.v0.2.0 -> redis-operator.v0.3.0: not checked (a bundle without olm.bundle.object properties; give --bundle-source {image}=DIR or --pull)"
+        )),
+        "{stderr}"
+    );
+
+    // From a folder: a v0.3.0 whose CRD became cluster-scoped. The two edges into it are
+    // checked from that folder, and refused.
+    let mut broken = TestBundle::redis("0.3.0");
+    broken.crd.as_mut().expect("CRD")["spec"]["scope"] = json!("Cluster");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = broken.write(&dir.path().join("v0.3.0"));
+    let output = bundle_tool(&[
+        "catalog",
+        "check-upgrades",
+        &catalog,
+        "--bundle-source",
+        &format!("{image}={folder}"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.ends_with("3 upgrade edges checked, 2 unsafe\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[scope]: scope changed : \"Namespaced\" -> \"Cluster\""),
+        "{stdout}"
+    );
+
+    // A folder holding another bundle than the catalog's: an error naming both.
+    let other = TestBundle::redis("0.9.0").write(&dir.path().join("v0.9.0"));
+    let output = bundle_tool(&[
+        "catalog",
+        "check-upgrades",
+        &catalog,
+        "--bundle-source",
+        &format!("{image}={other}"),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{image}: the bundle read for it is \"redis-operator.v0.9.0\", the catalog's is \"redis-operator.v0.3.0\""
+        )),
+        "{stderr}"
+    );
+
+    // A source that is not a bundle folder: a clear error naming it.
+    let output = bundle_tool(&[
+        "catalog",
+        "check-upgrades",
+        &catalog,
+        "--bundle-source",
+        &format!("{image}={}", dir.path().display()),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{} is not a bundle folder", dir.path().display())),
+        "{stderr}"
+    );
+}

@@ -281,6 +281,140 @@ GO
   chmod -R u+w module
 }
 
+# OLM v0's own refusals when it updates a CRD, as the catalog operator's CRD step makes them:
+# existing custom resources validated against the new schema (an unexported function of
+# package catalog) and the stored-version check (pkg/lib/crd). A one-line file added to a copy
+# of the module exports the function to the oracle's main package, built there with the
+# module's own go.mod and go.sum.
+build_olm_crd_oracle() {
+  local out=$1
+  local src
+  src=$(module_dir "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION")
+  cp -r "$src" module
+  chmod -R u+w module
+  rm -rf module/vendor
+  cat > module/pkg/controller/operators/catalog/zz_oracle_export.go <<'GO'
+package catalog
+
+// ValidateV1CRDCompatibilityOracle is validateV1CRDCompatibility, for olm-crd-oracle only.
+var ValidateV1CRDCompatibilityOracle = validateV1CRDCompatibility
+GO
+  mkdir -p module/cmd/olm-crd-oracle
+  cat > module/cmd/olm-crd-oracle/main.go <<'GO'
+// olm-crd-oracle runs OLM v0's checks before it updates a CRD on pairs of CRD files: each
+// argument is a folder with old.yaml (the CRD on the cluster; its storage version is added to
+// status.storedVersions, as the API server does), new.yaml, and objects.yaml (the existing
+// custom resources, YAML documents, listed through a fake dynamic client). One JSON line per
+// folder: {"pair", "validation": the existing-CR validation error, "storage": the stored
+// version error; "" when it passes}.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/operators/catalog"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/lib/crd"
+)
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	os.Exit(1)
+}
+
+func readCRD(path string) *apiextensionsv1.CustomResourceDefinition {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	out := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, out); err != nil {
+		fail("%s: %v", path, err)
+	}
+	return out
+}
+
+func readObjects(path string) []runtime.Object {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		fail("%v", err)
+	}
+	// Decoded as the API server's objects are (Unstructured's JSON scheme: whole numbers int64).
+	var objects []runtime.Object
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			return objects
+		} else if err != nil {
+			fail("%s: %v", path, err)
+		}
+		jsonDoc, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			fail("%s: %v", path, err)
+		}
+		if trimmed := bytes.TrimSpace(jsonDoc); len(trimmed) == 0 || string(trimmed) == "null" {
+			continue
+		}
+		object := &unstructured.Unstructured{}
+		if err := object.UnmarshalJSON(jsonDoc); err != nil {
+			fail("%s: %v", path, err)
+		}
+		objects = append(objects, object)
+	}
+}
+
+func main() {
+	out := json.NewEncoder(os.Stdout)
+	for _, dir := range os.Args[1:] {
+		old := readCRD(filepath.Join(dir, "old.yaml"))
+		updated := readCRD(filepath.Join(dir, "new.yaml"))
+		for _, version := range old.Spec.Versions {
+			if version.Storage && !slices.Contains(old.Status.StoredVersions, version.Name) {
+				old.Status.StoredVersions = append(old.Status.StoredVersions, version.Name)
+			}
+		}
+		lists := map[schema.GroupVersionResource]string{}
+		for _, version := range old.Spec.Versions {
+			gvr := schema.GroupVersionResource{Group: old.Spec.Group, Version: version.Name, Resource: old.Spec.Names.Plural}
+			lists[gvr] = old.Spec.Names.Kind + "List"
+		}
+		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, readObjects(filepath.Join(dir, "objects.yaml"))...)
+		result := map[string]string{"pair": filepath.Base(dir), "validation": "", "storage": ""}
+		if err := catalog.ValidateV1CRDCompatibilityOracle(client, old, updated); err != nil {
+			result["validation"] = err.Error()
+		}
+		if safe, err := crd.SafeStorageVersionUpgrade(old, updated); !safe && err != nil {
+			result["storage"] = err.Error()
+		}
+		if err := out.Encode(result); err != nil {
+			fail("%v", err)
+		}
+	}
+}
+GO
+  (cd module && go build -mod=mod -ldflags "-s -w" -o "$out/bin/" ./cmd/olm-crd-oracle)
+  chmod -R u+w module
+}
+
 # OLM v1's catalog server, from the operator-controller module (cmd/catalogd is a public main
 # package), with the ClusterCatalog CRD of the same release: the chart's standard feature set
 # (helm/olmv1/base/catalogd/crd/standard, plain YAML the chart includes as it is).
@@ -310,6 +444,7 @@ done_or_build opm "$OPM_VERSION" build_opm
 done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
 done_or_build coredns "$COREDNS_VERSION" build_coredns
 done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
+done_or_build olm-crd-oracle "$OLM_VERSION" build_olm_crd_oracle
 done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
 done_or_build catalogd "$CATALOGD_VERSION" build_catalogd
 
@@ -324,6 +459,7 @@ OPM=$ASSET_CACHE/opm-$OPM_VERSION
 OPERATOR_SDK=$ASSET_CACHE/operator-sdk-$OPERATOR_SDK_VERSION
 COREDNS=$ASSET_CACHE/coredns-$COREDNS_VERSION
 CRD_PREFLIGHT=$ASSET_CACHE/crd-preflight-$OPERATOR_CONTROLLER_VERSION
+OLM_CRD_ORACLE=$ASSET_CACHE/olm-crd-oracle-$OLM_VERSION
 GRPC_HEALTH_PROBE=$ASSET_CACHE/grpc-health-probe-$GRPC_HEALTH_PROBE_VERSION
 CATALOGD=$ASSET_CACHE/catalogd-$CATALOGD_VERSION
 INDEX

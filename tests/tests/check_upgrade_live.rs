@@ -146,3 +146,115 @@ async fn stored_versions_come_from_the_cluster() -> anyhow::Result<()> {
     assert_eq!(code, Some(0), "{stderr}");
     Ok(())
 }
+
+const WIDGETS: &str = "widgets.upgrade.example.com";
+
+fn widget_crd(size: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": WIDGETS},
+        "spec": {"group": "upgrade.example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                         "spec": {"type": "object", "properties": {"size": size}}}}}}]}
+    })
+}
+
+/// OLM v0 validates every existing custom resource against NEW's schema before it updates a
+/// CRD. On the real API server: a Widget with `size: 12` and one with `size: 3`; NEW caps
+/// `size` at 10. Only the first is reported, with OLM v0's message; a NEW capping at 20
+/// refuses neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_objects_are_validated_against_the_new_schema() -> anyhow::Result<()> {
+    let plane = ControlPlane::shared().await?;
+    let client = plane.client().await?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let old_crd = widget_crd(json!({"type": "integer"}));
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(old_crd.clone())?,
+    )
+    .await?;
+    let resource = kube::api::ApiResource {
+        group: "upgrade.example.com".into(),
+        version: "v1".into(),
+        api_version: "upgrade.example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widgets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &resource);
+    for (name, size) in [("big", 12), ("small", 3)] {
+        let object: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "upgrade.example.com/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}}))?;
+        e2e::eventually(Duration::from_secs(30), "the Widget created", || async {
+            Ok(widgets.create(&PostParams::default(), &object).await.ok())
+        })
+        .await?;
+    }
+
+    let dir = tempfile::tempdir()?;
+    let (old, capped, relaxed) = (
+        dir.path().join("old"),
+        dir.path().join("capped"),
+        dir.path().join("relaxed"),
+    );
+    write_bundle(&old, "widget.v1.0.0", None, &old_crd);
+    write_bundle(
+        &capped,
+        "widget.v1.1.0",
+        Some("widget.v1.0.0"),
+        &widget_crd(json!({"type": "integer", "maximum": 10})),
+    );
+    write_bundle(
+        &relaxed,
+        "widget.v1.1.0",
+        Some("widget.v1.0.0"),
+        &widget_crd(json!({"type": "integer", "maximum": 20})),
+    );
+
+    let existing = |report: &Value| -> Vec<Value> {
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["rule"] == "existingObjectInvalid")
+            .cloned()
+            .collect()
+    };
+    // From the files alone, no object is looked at.
+    let (_, report, _) = check_upgrade(&old, &capped, None);
+    assert!(existing(&report).is_empty(), "{report:#}");
+
+    let (code, report, stderr) = check_upgrade(&old, &capped, Some(plane.kubeconfig_path()));
+    assert_eq!(code, Some(1), "{report:#} {stderr}");
+    let found = existing(&report);
+    assert_eq!(found.len(), 1, "{report:#}");
+    assert_eq!(found[0]["level"], "error");
+    assert_eq!(found[0]["subject"], WIDGETS);
+    assert_eq!(found[0]["version"], "v1");
+    assert_eq!(found[0]["path"], "default/big: spec.size");
+    assert_eq!(found[0]["old"], "12");
+    assert_eq!(
+        found[0]["message"],
+        "error validating upgrade.example.com/v1, Kind=Widget \"default/big\": updated validation \
+         is too restrictive: [].spec.size: Invalid value: 12: spec.size in body should be less \
+         than or equal to 10"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{WIDGETS}: 2 existing widgets at v1 validated against widget.v1.1.0's schema, 1 refused"
+        )),
+        "{stderr}"
+    );
+
+    let (_, report, stderr) = check_upgrade(&old, &relaxed, Some(plane.kubeconfig_path()));
+    assert!(existing(&report).is_empty(), "{report:#}");
+    assert!(stderr.contains("0 refused"), "{stderr}");
+
+    crds.delete(WIDGETS, &DeleteParams::default()).await?;
+    Ok(())
+}

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::{Action, ActionError, Outcome, Output, Status, pulled};
+use crate::catalog::bundle_source::BundleSources;
 use crate::location::Location;
 use crate::upgrade::{self, BundleContents, Checks, Format};
 
@@ -22,7 +23,8 @@ pub struct CheckUpgradeArgs {
     #[arg(long)]
     pub plain_http: bool,
     /// Read the stored versions of OLD's CRDs from this cluster (`status.storedVersions`)
-    /// instead of assuming them from OLD's files.
+    /// instead of assuming them from OLD's files, and validate its existing custom resources
+    /// against NEW's schemas, as OLM v0 does before updating a CRD.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 }
@@ -32,11 +34,11 @@ impl Action for CheckUpgradeArgs {
         let mut old = self.read(&self.old)?;
         let new = self.read(&self.new)?;
         let mut notes = Vec::new();
+        let mut live_findings = Vec::new();
         if let Some(kubeconfig) = &self.kubeconfig {
-            let names: Vec<String> = old.crds.keys().cloned().collect();
-            let live = upgrade::stored_versions(kubeconfig, &names)?;
+            let live = upgrade::read_cluster(kubeconfig, &old, &new)?;
             for (name, crd) in &mut old.crds {
-                match live.get(name) {
+                match live.stored_versions.get(name) {
                     Some(stored) => {
                         notes.push(format!(
                             "{name}: stored versions from the cluster: {}",
@@ -50,8 +52,15 @@ impl Action for CheckUpgradeArgs {
                     )),
                 }
             }
+            notes.extend(live.notes);
+            live_findings = live.findings;
         }
-        let report = upgrade::check_pair(&old, &new, Checks { graph: true });
+        let mut report = upgrade::check_pair(&old, &new, Checks { graph: true });
+        if !live_findings.is_empty() {
+            let mut findings = std::mem::take(&mut report.findings);
+            findings.extend(live_findings);
+            report = upgrade::Report::new(report.old, report.new, findings);
+        }
         Ok(Outcome {
             output: Output::Text(upgrade::render_report(&report, self.output)),
             notes,
@@ -83,7 +92,8 @@ impl CheckUpgradeArgs {
 /// `bundle-tool catalog check-upgrades`.
 #[derive(Debug, clap::Args)]
 pub struct CatalogCheckUpgradesArgs {
-    /// The catalog folder; its bundles must carry their objects (`olm.bundle.object`).
+    /// The catalog folder. Bundles that carry their objects (`olm.bundle.object`) are read
+    /// from it; the others from `--bundle-source` folders or, with `--pull`, their images.
     pub dir: PathBuf,
     /// Only this package's edges.
     #[arg(short, long)]
@@ -91,11 +101,32 @@ pub struct CatalogCheckUpgradesArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
+    /// Read the bundle image REF from the local bundle folder DIR (repeatable), for bundles
+    /// the catalog names by image only.
+    #[arg(long = "bundle-source", value_name = "REF=DIR")]
+    pub bundle_sources: Vec<String>,
+    /// Pull the bundle images of edges whose bundles have no objects in the catalog and no
+    /// `--bundle-source`.
+    #[arg(long)]
+    pub pull: bool,
+    /// Pull over plain HTTP (local registries).
+    #[arg(long)]
+    pub plain_http: bool,
 }
 
 impl Action for CatalogCheckUpgradesArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        let report = upgrade::check_catalog(&self.dir, self.package.as_deref())?;
+        let mut images = upgrade::ImageBundles {
+            sources: BundleSources::new(self.plain_http),
+            pull: self.pull,
+        };
+        for spec in &self.bundle_sources {
+            images
+                .sources
+                .add_mapping(spec, std::path::Path::new(""))
+                .map_err(upgrade::UpgradeError::Catalog)?;
+        }
+        let report = upgrade::check_catalog(&self.dir, self.package.as_deref(), &images)?;
         Ok(Outcome {
             output: Output::Text(upgrade::render_catalog(&report, self.output)),
             notes: report.not_checked.clone(),

@@ -1,6 +1,8 @@
 //! Every upgrade edge of a file-based catalog — `replaces`, `skips` and `skipRange` of each
 //! channel entry — checked as `check-upgrade` checks a pair, from the objects the bundles
-//! carry (`olm.bundle.object`). The edge itself is the catalog's, so the graph rule is off.
+//! carry (`olm.bundle.object`), or for bundles that are image references only, from a local
+//! folder (`--bundle-source REF=DIR`) or the pulled image (`--pull`), through the catalog's
+//! one [`BundleSources`]. The edge itself is the catalog's, so the graph rule is off.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,6 +10,7 @@ use std::path::Path;
 use super::bundle_contents::{BundleContents, UpgradeError};
 use super::finding::Report;
 use super::{Checks, check_pair};
+use crate::catalog::bundle_source::BundleSources;
 use crate::catalog::declcfg::{self, DeclarativeConfig};
 use crate::version_range::{VersionRange, parse_version_tolerant};
 
@@ -51,9 +54,22 @@ impl CatalogReport {
     }
 }
 
+/// Where the contents of a catalog bundle without `olm.bundle.object`s come from.
+#[derive(Debug, Default)]
+pub struct ImageBundles {
+    /// `--bundle-source` mappings (and pulls when `pull`).
+    pub sources: BundleSources,
+    /// Whether to pull image references no mapping covers.
+    pub pull: bool,
+}
+
 /// Checks every edge of the catalog at `root`, or of `package` only.
-pub fn check_catalog(root: &Path, package: Option<&str>) -> Result<CatalogReport, UpgradeError> {
-    check_edges(root, package, None)
+pub fn check_catalog(
+    root: &Path,
+    package: Option<&str>,
+    images: &ImageBundles,
+) -> Result<CatalogReport, UpgradeError> {
+    check_edges(root, package, None, Some(images))
 }
 
 /// Checks the edges of `package` that lead into the bundle `to`: what a release of `to`
@@ -63,13 +79,14 @@ pub fn check_edges_into(
     package: &str,
     to: &str,
 ) -> Result<CatalogReport, UpgradeError> {
-    check_edges(root, Some(package), Some(to))
+    check_edges(root, Some(package), Some(to), None)
 }
 
 fn check_edges(
     root: &Path,
     package: Option<&str>,
     into: Option<&str>,
+    images: Option<&ImageBundles>,
 ) -> Result<CatalogReport, UpgradeError> {
     let config = declcfg::load_dir(root).map_err(|e| UpgradeError::Catalog(e.to_string()))?;
     if let Some(package) = package
@@ -81,13 +98,13 @@ fn check_edges(
         )));
     }
     let edges = edges(&config, package);
-    let mut contents: BTreeMap<(String, String), Option<BundleContents>> = BTreeMap::new();
+    let mut contents: BTreeMap<(String, String), Result<BundleContents, String>> = BTreeMap::new();
     let mut report = CatalogReport::default();
     for ((package, from, to), channels) in edges {
         if into.is_some_and(|into| into != to) {
             continue;
         }
-        let mut load = |name: &str| -> Result<Option<BundleContents>, UpgradeError> {
+        let mut load = |name: &str| -> Result<Result<BundleContents, String>, UpgradeError> {
             let key = (package.clone(), name.to_string());
             if let Some(found) = contents.get(&key) {
                 return Ok(found.clone());
@@ -96,27 +113,69 @@ fn check_edges(
                 .bundles
                 .iter()
                 .find(|b| b.package == package && b.name == name);
-            let loaded = match bundle.map(|b| b.objects()) {
-                Some(objects) if !objects.is_empty() => {
-                    Some(BundleContents::from_inline(name, &objects)?)
+            let loaded = match bundle {
+                None => Err(format!("{name}: no such bundle in the catalog")),
+                Some(b) => {
+                    let objects = b.objects();
+                    if !objects.is_empty() {
+                        Ok(BundleContents::from_inline(name, &objects)?)
+                    } else {
+                        from_image(name, &b.image, images)?
+                    }
                 }
-                _ => None,
             };
             contents.insert(key, loaded.clone());
             Ok(loaded)
         };
         match (load(&from)?, load(&to)?) {
-            (Some(old), Some(new)) => report.edges.push(Edge {
+            (Ok(old), Ok(new)) => report.edges.push(Edge {
                 package,
                 channels,
                 report: check_pair(&old, &new, Checks { graph: false }),
             }),
-            _ => report.not_checked.push(format!(
-                "{package}: {from} -> {to}: not checked (a bundle without olm.bundle.object properties; render the catalog with its objects)"
-            )),
+            (Err(why), _) | (_, Err(why)) => report
+                .not_checked
+                .push(format!("{package}: {from} -> {to}: not checked ({why})")),
         }
     }
     Ok(report)
+}
+
+/// A bundle with no objects in the catalog, from its image: a `--bundle-source` folder, or
+/// pulled with `--pull`. `Ok(Err(why))` when neither applies or the pull fails (the edge is
+/// then listed as not checked); `Err` when the bundle's contents are malformed.
+fn from_image(
+    name: &str,
+    image: &str,
+    images: Option<&ImageBundles>,
+) -> Result<Result<BundleContents, String>, UpgradeError> {
+    let no_objects = "a bundle without olm.bundle.object properties";
+    let Some(images) = images.filter(|_| !image.is_empty()) else {
+        return Ok(Err(format!(
+            "{no_objects}; render the catalog with its objects"
+        )));
+    };
+    if !images.pull && !images.sources.mappings().contains_key(image) {
+        return Ok(Err(format!(
+            "{no_objects}; give --bundle-source {image}=DIR or --pull"
+        )));
+    }
+    let mapped = images.sources.mappings().contains_key(image);
+    let rendered = match images.sources.render_image(image) {
+        Ok(rendered) => rendered,
+        // A folder the user named must be right: that is an error, not a skipped edge.
+        Err(e) if mapped => return Err(UpgradeError::Catalog(format!("--bundle-source: {e}"))),
+        Err(e) => return Ok(Err(format!("{name}: {e}"))),
+    };
+    if rendered.name != name {
+        return Err(UpgradeError::Catalog(format!(
+            "{image}: the bundle read for it is {:?}, the catalog's is {name:?}",
+            rendered.name
+        )));
+    }
+    let mut contents = BundleContents::from_inline(name, &rendered.objects())?;
+    contents.source = image.to_string();
+    Ok(Ok(contents))
 }
 
 /// `(package, from, to)` of every edge, with the channels that have it.

@@ -5,10 +5,11 @@
 
 mod bundle_contents;
 mod catalog_edges;
+pub mod cr_validation;
 pub mod crd_rules;
 mod finding;
 mod graph;
-mod live_crds;
+pub mod live_crds;
 mod operator_rules;
 mod permissions;
 pub mod property_rules;
@@ -16,9 +17,9 @@ mod render;
 pub mod schema;
 
 pub use bundle_contents::{BundleContents, UpgradeError};
-pub use catalog_edges::{CatalogReport, Edge, check_catalog, check_edges_into};
+pub use catalog_edges::{CatalogReport, Edge, ImageBundles, check_catalog, check_edges_into};
 pub use finding::{Area, Finding, Level, Report};
-pub use live_crds::stored_versions;
+pub use live_crds::{EXISTING_OBJECT_INVALID, Live, read_cluster};
 pub use render::{Format, render_catalog, render_report};
 
 /// Which checks to run on a pair.
