@@ -240,7 +240,7 @@ mod tests {
             package: "p".into(),
             image: format!("example.com/p:{version}"),
             properties: vec![Property {
-                type_: "olm.package".into(),
+                type_: crate::olm_property::PACKAGE.into(),
                 value: (&serde_json::json!({"packageName": "p", "version": version})).into(),
             }],
             related_images: Vec::new(),
