@@ -5,6 +5,8 @@
 //!
 //! - [`manifest`]: reading streams of Kubernetes objects (YAML or JSON) with the file and line
 //!   each one came from, so that every later error can point at its source.
+//! - [`olm_property`]: OLM's property type names and the shapes of their values, for every
+//!   module that reads or writes properties.
 //! - [`version_range`]: OLM's version range grammar (blang/semver), for `olm.skipRange`.
 //! - [`catalog`]: file-based catalogs: the format as written (`declcfg`), one validated
 //!   model with every rule of `opm validate` (`model`), and render.
@@ -36,6 +38,7 @@ pub mod image;
 pub mod image_ref;
 pub mod location;
 pub mod manifest;
+pub mod olm_property;
 pub mod parallel;
 pub mod release;
 pub mod serve;

@@ -55,8 +55,18 @@ where
     R: Send,
     F: Fn(&T) -> R + Sync,
 {
+    map_dynamic_on(workers(), items, f)
+}
+
+/// [`map_dynamic`] on at most `workers` threads (a user's `--jobs`).
+pub fn map_dynamic_on<T, R, F>(workers: usize, items: &[T], f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let workers = workers().min(items.len());
+    let workers = workers.min(items.len());
     if workers <= 1 {
         return items.iter().map(f).collect();
     }

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use bundle_tool::catalog::bundle_source::BundleSources;
-use bundle_tool::catalog::declcfg::yaml::to_ordered_json;
 use bundle_tool::catalog::declcfg::{
     DeclarativeConfig, add_document, load_generic, load_json_one_pass, load_json_probing, load_str,
     to_json, to_yaml,
 };
 use bundle_tool::catalog::template::semver;
 use bundle_tool::image::{parse_reference, unpack_layer};
+use bundle_tool::manifest::yaml::to_ordered_json;
 use bundle_tool::manifest::{KubeObject, read_stream, read_stream_generic};
 use bundle_tool::serve::api;
 use bundle_tool::serve::direct_bundle::message_of_frame;
@@ -66,7 +66,7 @@ pub fn fbc_load(data: &[u8]) {
     }
 }
 
-/// The fast YAML→JSON transcoder (`catalog::declcfg::yaml`) against serde-saphyr
+/// The fast YAML→JSON transcoder (`manifest::yaml`) against serde-saphyr
 /// (`manifest::read_stream_generic`): when the transcoder takes a text, serde-saphyr must
 /// read it too and give the same documents; when serde-saphyr refuses it, the transcoder must
 /// have declined. `manifest::read_stream` (fast path first) must equal the generic reader,

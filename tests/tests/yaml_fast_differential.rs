@@ -1,11 +1,11 @@
-//! The fast YAML path (`catalog::declcfg::yaml`) against serde-saphyr on every YAML file of
+//! The fast YAML path (`manifest::yaml`) against serde-saphyr on every YAML file of
 //! the corpus: for each file it either declines or yields, document by document, the same
 //! `serde_json::Value`s as the reference reader (`manifest::read_stream_generic`). No reference
 //! tools are run.
 
 use std::path::{Path, PathBuf};
 
-use bundle_tool::catalog::declcfg::yaml::to_json;
+use bundle_tool::manifest::yaml::to_json;
 use bundle_tool::manifest::{read_stream, read_stream_generic};
 use serde_json::Value;
 

@@ -25,8 +25,8 @@ impl Action for CatalogValidateArgs {
                 valid.channel_entries
             ))
             .keeping(model),
-            // opm's tree, as opm prints it (no `error:` prefix).
-            Err(tree) => Outcome::failure(vec![tree]),
+            // opm's message or tree, as opm prints it (no `error:` prefix).
+            Err(error) => Outcome::failure(vec![error.to_string()]),
         })
     }
 }
@@ -130,32 +130,24 @@ fn spool_catalog(dir: &std::path::Path, spool: &mut JsonSpool) -> Result<(), Act
 
 impl Action for crate::catalog::template::TemplateArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        crate::catalog::template::run(self)
-            .map(Outcome::text)
-            .map_err(ActionError::Message)
+        Ok(Outcome::text(crate::catalog::template::run(self)?))
     }
 }
 
 impl Action for crate::catalog::add::AddArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        crate::catalog::add::run(self)
-            .map(Outcome::text)
-            .map_err(ActionError::Message)
+        Ok(Outcome::text(crate::catalog::add::run(self)?))
     }
 }
 
 impl Action for crate::catalog::deprecate::DeprecateArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        crate::catalog::deprecate::run(self)
-            .map(Outcome::text)
-            .map_err(ActionError::Message)
+        Ok(Outcome::text(crate::catalog::deprecate::run(self)?))
     }
 }
 
 impl Action for crate::catalog::graph::GraphArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        crate::catalog::graph::run(self)
-            .map(Outcome::text)
-            .map_err(ActionError::Message)
+        Ok(Outcome::text(crate::catalog::graph::run(self)?))
     }
 }

@@ -7,6 +7,9 @@ use crate::bundle::config::ConfigError;
 use crate::bundle::generate::GenerateError;
 use crate::bundle::read::BundleReadError;
 use crate::catalog::declcfg::LoadError;
+use crate::catalog::graph::GraphRunError;
+use crate::catalog::package_file::EditError;
+use crate::catalog::template::TemplateError;
 use crate::image::PullError;
 use crate::location::LocationError;
 use crate::manifest::ManifestError;
@@ -48,9 +51,37 @@ pub enum ActionError {
     /// A release stopped before it started (its settings).
     #[error(transparent)]
     Release(#[from] crate::release::ReleaseError),
+    /// A catalog edit (`catalog add`, `catalog deprecate`); boxed, as are the next two, to
+    /// keep every command's `Result` small.
+    #[error(transparent)]
+    CatalogEdit(Box<EditError>),
+    /// `catalog template`.
+    #[error(transparent)]
+    Template(Box<TemplateError>),
+    /// `catalog graph`.
+    #[error(transparent)]
+    Graph(Box<GraphRunError>),
     /// A message already worded for the user by an area that reports errors as text.
     #[error("{0}")]
     Message(String),
+}
+
+impl From<EditError> for ActionError {
+    fn from(error: EditError) -> Self {
+        ActionError::CatalogEdit(Box::new(error))
+    }
+}
+
+impl From<TemplateError> for ActionError {
+    fn from(error: TemplateError) -> Self {
+        ActionError::Template(Box::new(error))
+    }
+}
+
+impl From<GraphRunError> for ActionError {
+    fn from(error: GraphRunError) -> Self {
+        ActionError::Graph(Box::new(error))
+    }
 }
 
 impl ActionError {

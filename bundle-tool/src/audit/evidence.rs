@@ -220,10 +220,10 @@ impl CapabilityEvidence {
                 .find(|p| p.type_ == kind)
                 .map(|p| &p.value)
         };
-        let metadata = property("olm.csv.metadata")
+        let metadata = property(crate::olm_property::CSV_METADATA)
             .map(|v| v.to_value())
             .unwrap_or(Value::Null);
-        let version = property("olm.package")
+        let version = property(crate::olm_property::PACKAGE)
             .and_then(|v| v.str_field("version"))
             .unwrap_or_default();
         // A bundle may sit in several channels with different edges: any edge counts.

@@ -20,8 +20,6 @@ pub mod security;
 pub mod source;
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
@@ -237,27 +235,21 @@ pub fn audit_targets(
     progress: &(dyn Fn() + Sync),
     enrich: &(dyn Fn(&mut CapabilityEvidence) + Sync),
 ) -> (Vec<BundleAudit>, Vec<AuditError>) {
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new((Vec::new(), Vec::new()));
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, targets.len().max(1)) {
-            scope.spawn(|| {
-                // Work stealing by index: bundles differ a lot in size.
-                while let Some(target) = targets.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let outcome = gather(target).map(|mut evidence| {
-                        enrich(&mut evidence);
-                        assess(&evidence)
-                    });
-                    let mut guard = results.lock().unwrap_or_else(|e| e.into_inner());
-                    match outcome {
-                        Ok(audit) => guard.0.push(audit),
-                        Err(error) => guard.1.push(error),
-                    }
-                    drop(guard);
-                    progress();
-                }
-            });
-        }
+    // Taken by the next free worker: bundles differ a lot in size.
+    let outcomes = crate::parallel::map_dynamic_on(jobs.max(1), targets, |target| {
+        let outcome = gather(target).map(|mut evidence| {
+            enrich(&mut evidence);
+            assess(&evidence)
+        });
+        progress();
+        outcome
     });
-    results.into_inner().unwrap_or_else(|e| e.into_inner())
+    let (mut audits, mut errors) = (Vec::new(), Vec::new());
+    for outcome in outcomes {
+        match outcome {
+            Ok(audit) => audits.push(audit),
+            Err(error) => errors.push(error),
+        }
+    }
+    (audits, errors)
 }

@@ -12,7 +12,7 @@ use super::bundle_source::BundleSources;
 use super::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
-use super::package_file::PackageFile;
+use super::package_file::{EditError, PackageFile};
 use super::render::{is_bundle_dir, render_bundle_dir};
 use crate::location::Location;
 
@@ -65,7 +65,7 @@ impl Replaces {
 }
 
 /// Runs `catalog add`; the line to print on success.
-pub fn run(args: &AddArgs) -> Result<String, String> {
+pub fn run(args: &AddArgs) -> Result<String, EditError> {
     let bundle = render_argument(args)?;
     let mut file = PackageFile::open(&args.catalog, &bundle.package)?;
     let name = bundle.name.clone();
@@ -95,26 +95,23 @@ pub fn run(args: &AddArgs) -> Result<String, String> {
     ))
 }
 
-fn render_argument(args: &AddArgs) -> Result<Bundle, String> {
+fn render_argument(args: &AddArgs) -> Result<Bundle, EditError> {
     let location = Location::of(&args.bundle);
     if let Ok(Location::Local(path)) = &location {
         if !is_bundle_dir(path) {
-            return Err(format!(
-                "{}: not a bundle folder (no manifests/ and metadata/)",
-                path.display()
-            ));
+            return Err(EditError::NotABundleFolder(path.clone()));
         }
         let image = args.image.as_deref().unwrap_or_default();
-        return render_bundle_dir(path, image).map_err(|e| format!("{}: {e}", path.display()));
+        return render_bundle_dir(path, image).map_err(|error| EditError::Render {
+            path: path.clone(),
+            error,
+        });
     }
     if args.image.is_some() {
-        return Err(format!(
-            "--image is for bundle folders; {} is not a folder here, so it is taken as an image reference, which is already the pull spec",
-            args.bundle
-        ));
+        return Err(EditError::ImageForReference(args.bundle.clone()));
     }
-    location.map_err(|e| e.to_string())?;
-    BundleSources::new(args.plain_http).render_image(&args.bundle)
+    location?;
+    Ok(BundleSources::new(args.plain_http).render_image(&args.bundle)?)
 }
 
 /// Whether `config` has `bundle` exactly as rendered, with an entry of `skip_range` for it in
@@ -149,15 +146,15 @@ pub fn add_bundle(
     channels: &[String],
     replaces: &Replaces,
     skip_range: &str,
-) -> Result<(), String> {
+) -> Result<(), EditError> {
     if channels.iter().any(String::is_empty) || channels.is_empty() {
-        return Err("--channels: name at least one channel, without empty names".into());
+        return Err(EditError::NoChannels);
     }
     if config.bundles.iter().any(|b| b.name == bundle.name) {
-        return Err(format!(
-            "bundle {:?} is already in package {:?}",
-            bundle.name, bundle.package
-        ));
+        return Err(EditError::BundleExists {
+            bundle: bundle.name.clone(),
+            package: bundle.package.clone(),
+        });
     }
     if !config.packages.iter().any(|p| p.name == bundle.package) {
         // A first release: the package's default channel is the first one named.
@@ -207,7 +204,7 @@ pub fn add_bundle(
 
 /// The entry no other entry replaces or skips; `None` for an empty channel; an error when
 /// the channel has several (the user must say which one to replace).
-pub fn current_head(channel: &Channel) -> Result<Option<String>, String> {
+pub fn current_head(channel: &Channel) -> Result<Option<String>, EditError> {
     let targets: std::collections::BTreeSet<&str> = channel
         .entries
         .iter()
@@ -224,15 +221,10 @@ pub fn current_head(channel: &Channel) -> Result<Option<String>, String> {
     match heads[..] {
         [] if channel.entries.is_empty() => Ok(None),
         [head] => Ok(Some(head.to_string())),
-        _ => Err(format!(
-            "channel {:?} has no single head ({}); name the bundle to replace with --replaces",
-            channel.name,
-            if heads.is_empty() {
-                "none".to_string()
-            } else {
-                heads.join(", ")
-            }
-        )),
+        _ => Err(EditError::NoSingleHead {
+            channel: channel.name.clone(),
+            heads: heads.iter().map(|h| h.to_string()).collect(),
+        }),
     }
 }
 
@@ -248,7 +240,7 @@ mod tests {
             package: "p".into(),
             image: format!("example.com/p:{version}"),
             properties: vec![Property {
-                type_: "olm.package".into(),
+                type_: crate::olm_property::PACKAGE.into(),
                 value: (&serde_json::json!({"packageName": "p", "version": version})).into(),
             }],
             related_images: Vec::new(),
@@ -296,6 +288,11 @@ mod tests {
             &Replaces::Auto,
             "",
         );
-        assert!(again.unwrap_err().contains("already in package"));
+        assert!(
+            again
+                .unwrap_err()
+                .to_string()
+                .contains("already in package")
+        );
     }
 }

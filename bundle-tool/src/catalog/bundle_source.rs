@@ -10,16 +10,68 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::declcfg::Bundle;
-use super::render::{is_bundle_dir, render_bundle_dir};
-use crate::image::BUNDLE_PACKAGE_LABEL;
+use super::render::{RenderError, is_bundle_dir, render_bundle_dir};
+use crate::image::{BUNDLE_PACKAGE_LABEL, PullError};
+
+/// A `--bundle-source` argument that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MappingError {
+    /// Not `REF=DIR`.
+    #[error("--bundle-source {0:?}: expected REF=DIR")]
+    Syntax(String),
+    /// DIR is not a bundle folder.
+    #[error("--bundle-source {spec:?}: {} is not a bundle folder (no manifests/ and metadata/)", .dir.display())]
+    NotABundle {
+        /// The argument.
+        spec: String,
+        /// The folder, relative to the template's.
+        dir: PathBuf,
+    },
+}
+
+/// Why a bundle image reference could not be rendered, in opm's words.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleSourceError {
+    /// Its mapped folder does not render.
+    #[error("render reference {reference:?}: {}: {error}", .dir.display())]
+    Folder {
+        /// The image reference.
+        reference: String,
+        /// The folder standing in for it.
+        dir: PathBuf,
+        /// Why.
+        error: RenderError,
+    },
+    /// The image could not be pulled.
+    #[error("render reference {reference:?}: {error}")]
+    Pull {
+        /// The image reference.
+        reference: String,
+        /// Why.
+        error: PullError,
+    },
+    /// The image is not a bundle image.
+    #[error(
+        "render reference {0:?}: image type could not be determined: not a bundle image (no {BUNDLE_PACKAGE_LABEL} label)"
+    )]
+    NotABundle(String),
+    /// The pulled image does not render.
+    #[error("render reference {reference:?}: {error}")]
+    Render {
+        /// The image reference.
+        reference: String,
+        /// Why.
+        error: RenderError,
+    },
+}
 
 /// Reads a `--bundle-source REF=DIR` argument (`catalog template` and `serve` alike). An
 /// image reference has no `=`, so the first one ends it.
-pub fn parse_mapping(spec: &str) -> Result<(String, PathBuf), String> {
+pub fn parse_mapping(spec: &str) -> Result<(String, PathBuf), MappingError> {
     spec.split_once('=')
         .filter(|(r, d)| !r.is_empty() && !d.is_empty())
         .map(|(r, d)| (r.to_string(), PathBuf::from(d)))
-        .ok_or_else(|| format!("--bundle-source {spec:?}: expected REF=DIR"))
+        .ok_or_else(|| MappingError::Syntax(spec.to_string()))
 }
 
 /// How bundle image references are turned into rendered bundles.
@@ -47,14 +99,14 @@ impl BundleSources {
     /// Adds a `REF=DIR` mapping: the image REF is rendered from the bundle folder DIR.
     /// Relative folders are taken relative to `base` (the template's folder, so that a
     /// template and its mappings move together).
-    pub fn add_mapping(&mut self, spec: &str, base: &Path) -> Result<(), String> {
+    pub fn add_mapping(&mut self, spec: &str, base: &Path) -> Result<(), MappingError> {
         let (reference, dir) = parse_mapping(spec)?;
         let dir = base.join(dir);
         if !is_bundle_dir(&dir) {
-            return Err(format!(
-                "--bundle-source {spec:?}: {} is not a bundle folder (no manifests/ and metadata/)",
-                dir.display()
-            ));
+            return Err(MappingError::NotABundle {
+                spec: spec.to_string(),
+                dir,
+            });
         }
         self.local.insert(reference, dir);
         Ok(())
@@ -72,29 +124,34 @@ impl BundleSources {
 
     /// Renders the bundle image `reference`: from its mapped folder if there is one, else
     /// pulled from its registry. The rendered `image` is `reference` either way.
-    pub fn render_image(&self, reference: &str) -> Result<Bundle, String> {
+    pub fn render_image(&self, reference: &str) -> Result<Bundle, BundleSourceError> {
         if let Some(bundle) = self.known.get(reference) {
             return Ok(bundle.clone());
         }
         if let Some(dir) = self.local.get(reference) {
-            return render_bundle_dir(dir, reference)
-                .map_err(|e| format!("render reference {reference:?}: {}: {e}", dir.display()));
+            return render_bundle_dir(dir, reference).map_err(|error| BundleSourceError::Folder {
+                reference: reference.to_string(),
+                dir: dir.clone(),
+                error,
+            });
         }
-        let pulled = self
-            .pull(reference)
-            .map_err(|e| format!("render reference {reference:?}: {e}"))?;
-        render_bundle_dir(pulled.root(), reference)
-            .map_err(|e| format!("render reference {reference:?}: {e}"))
+        let pulled = self.pull(reference)?;
+        render_bundle_dir(pulled.root(), reference).map_err(|error| BundleSourceError::Render {
+            reference: reference.to_string(),
+            error,
+        })
     }
 
     /// Pulls a bundle image into a temporary folder (removed when the value is dropped).
-    fn pull(&self, reference: &str) -> Result<crate::image::PulledImage, String> {
-        let image =
-            crate::image::pull_to_temp(reference, self.plain_http).map_err(|e| e.to_string())?;
+    fn pull(&self, reference: &str) -> Result<crate::image::PulledImage, BundleSourceError> {
+        let image = crate::image::pull_to_temp(reference, self.plain_http).map_err(|error| {
+            BundleSourceError::Pull {
+                reference: reference.to_string(),
+                error,
+            }
+        })?;
         if image.kind != Some(crate::image::ImageKind::Bundle) {
-            return Err(format!(
-                "image type could not be determined: not a bundle image (no {BUNDLE_PACKAGE_LABEL} label)"
-            ));
+            return Err(BundleSourceError::NotABundle(reference.to_string()));
         }
         Ok(image)
     }

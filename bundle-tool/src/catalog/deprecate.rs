@@ -10,7 +10,7 @@ use super::declcfg::{
     DeclarativeConfig, Deprecation, DeprecationEntry, PackageScopedReference, SCHEMA_BUNDLE,
     SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
 };
-use super::package_file::PackageFile;
+use super::package_file::{EditError, PackageFile};
 
 /// `bundle-tool catalog deprecate`.
 #[derive(clap::Args, Debug)]
@@ -36,7 +36,7 @@ pub struct DeprecateArgs {
 }
 
 /// Runs `catalog deprecate`; the line to print on success.
-pub fn run(args: &DeprecateArgs) -> Result<String, String> {
+pub fn run(args: &DeprecateArgs) -> Result<String, EditError> {
     let reference = match (&args.bundle, &args.channel) {
         (Some(bundle), _) => PackageScopedReference {
             schema: SCHEMA_BUNDLE.into(),
@@ -53,11 +53,10 @@ pub fn run(args: &DeprecateArgs) -> Result<String, String> {
     };
     let mut file = PackageFile::open(&args.catalog, &args.package)?;
     if file.config.packages.is_empty() {
-        return Err(format!(
-            "package {:?} is not in {}",
-            args.package,
-            args.catalog.display()
-        ));
+        return Err(EditError::UnknownPackage {
+            package: args.package.clone(),
+            catalog: args.catalog.clone(),
+        });
     }
     let described = describe(&reference);
     deprecate(&mut file.config, &args.package, reference, &args.message)?;
@@ -79,9 +78,9 @@ pub fn deprecate(
     package: &str,
     reference: PackageScopedReference,
     message: &str,
-) -> Result<(), String> {
+) -> Result<(), EditError> {
     if message.trim().is_empty() {
-        return Err("--message: a deprecation needs a message for users".into());
+        return Err(EditError::NoMessage);
     }
     let index = match config
         .deprecations

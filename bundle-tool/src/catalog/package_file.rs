@@ -18,6 +18,101 @@ use super::model::Model;
 use super::template::CatalogFormat;
 use crate::durable;
 
+/// Why a catalog edit (`catalog add`, `catalog deprecate`, a release's catalog step) was
+/// refused or could not be written; nothing was written when this is returned.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// The catalog could not be loaded.
+    #[error(transparent)]
+    Load(#[from] super::declcfg::LoadError),
+    /// The package's file could not be read.
+    #[error("{}: {error}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The package's documents are spread over several files.
+    #[error(
+        "package {package:?}: its documents are not all in {} (and only there); \
+         edits need one file per package, <catalog>/<package>/catalog.json or .yaml",
+        .path.display()
+    )]
+    Scattered {
+        /// The package.
+        package: String,
+        /// The file that should hold them all.
+        path: PathBuf,
+    },
+    /// The edited catalog does not make a model.
+    #[error("the edit would make the catalog invalid: {0}")]
+    Model(super::model::ModelError),
+    /// The edited catalog breaks graph or bundle rules.
+    #[error("the edit would make the catalog invalid; nothing was written:\n{0}")]
+    Invalid(super::model::ValidationTree),
+    /// The catalog folder could not be replaced.
+    #[error("{}: {error}", .path.display())]
+    Commit {
+        /// The package's file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The bundle argument is a folder but not a bundle folder.
+    #[error("{}: not a bundle folder (no manifests/ and metadata/)", .0.display())]
+    NotABundleFolder(PathBuf),
+    /// The bundle folder does not render.
+    #[error("{}: {error}", .path.display())]
+    Render {
+        /// The bundle folder.
+        path: PathBuf,
+        /// Why.
+        error: super::render::RenderError,
+    },
+    /// `--image` given for an image reference.
+    #[error(
+        "--image is for bundle folders; {0} is not a folder here, so it is taken as an image reference, which is already the pull spec"
+    )]
+    ImageForReference(String),
+    /// The bundle argument is neither a path nor a reference.
+    #[error(transparent)]
+    Location(#[from] crate::location::LocationError),
+    /// The bundle image could not be rendered.
+    #[error(transparent)]
+    BundleSource(#[from] super::bundle_source::BundleSourceError),
+    /// `--channels` is empty or names an empty channel.
+    #[error("--channels: name at least one channel, without empty names")]
+    NoChannels,
+    /// The bundle is in the package already.
+    #[error("bundle {bundle:?} is already in package {package:?}")]
+    BundleExists {
+        /// The bundle.
+        bundle: String,
+        /// The package.
+        package: String,
+    },
+    /// `--replaces auto` on a channel with several heads or none.
+    #[error("channel {channel:?} has no single head ({}); name the bundle to replace with --replaces", if .heads.is_empty() { "none".to_string() } else { .heads.join(", ") })]
+    NoSingleHead {
+        /// The channel.
+        channel: String,
+        /// Its heads.
+        heads: Vec<String>,
+    },
+    /// The package to deprecate something of is not in the catalog.
+    #[error("package {package:?} is not in {}", .catalog.display())]
+    UnknownPackage {
+        /// The package.
+        package: String,
+        /// The catalog folder.
+        catalog: PathBuf,
+    },
+    /// An empty deprecation message.
+    #[error("--message: a deprecation needs a message for users")]
+    NoMessage,
+}
+
 /// The file names a package's documents may live in, in order of preference.
 const FILE_NAMES: [&str; 3] = ["catalog.json", "catalog.yaml", "catalog.yml"];
 
@@ -39,8 +134,8 @@ impl PackageFile {
     /// Opens `package`'s file in the catalog folder `catalog`. A package the catalog does
     /// not have yet gets a new `catalog.json`; a package whose documents are spread over
     /// other files is refused (an edit could not be written back faithfully).
-    pub fn open(catalog: &Path, package: &str) -> Result<PackageFile, String> {
-        let whole = load_dir(catalog).map_err(|e| e.to_string())?;
+    pub fn open(catalog: &Path, package: &str) -> Result<PackageFile, EditError> {
+        let whole = load_dir(catalog)?;
         let folder = catalog.join(package);
         let existing = FILE_NAMES
             .iter()
@@ -55,20 +150,21 @@ impl PackageFile {
         };
         let mut config = DeclarativeConfig::default();
         if let Some(path) = &existing {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            load_str(path, &text, &mut config).map_err(|e| e.to_string())?;
+            let text = std::fs::read_to_string(path).map_err(|error| EditError::Read {
+                path: path.clone(),
+                error,
+            })?;
+            load_str(path, &text, &mut config)?;
         }
         let (mine, rest) = split_by_package(whole, package);
         let in_file = split_by_package(config.clone(), package).0;
         if document_count(&mine) != document_count(&in_file)
             || document_count(&in_file) != document_count(&config)
         {
-            return Err(format!(
-                "package {package:?}: its documents are not all in {} (and only there); \
-                 edits need one file per package, <catalog>/<package>/catalog.json or .yaml",
-                path.display()
-            ));
+            return Err(EditError::Scattered {
+                package: package.to_string(),
+                path,
+            });
         }
         Ok(PackageFile {
             path,
@@ -81,7 +177,7 @@ impl PackageFile {
 
     /// [`PackageFile::open`], or for a catalog folder that does not exist yet an empty
     /// package that will be `<catalog>/<package>/catalog.json`.
-    pub fn open_or_new(catalog: &Path, package: &str) -> Result<PackageFile, String> {
+    pub fn open_or_new(catalog: &Path, package: &str) -> Result<PackageFile, EditError> {
         if catalog.exists() {
             return PackageFile::open(catalog, package);
         }
@@ -97,24 +193,24 @@ impl PackageFile {
     /// Validates the catalog with the edited package and, if it is valid, writes the
     /// package's file atomically. On error nothing is written; the error is opm's message
     /// (or its tree of problems).
-    pub fn commit(self) -> Result<PathBuf, String> {
+    pub fn commit(self) -> Result<PathBuf, EditError> {
         let content = self.validated_content()?;
         durable::commit_files(&self.catalog, &[(self.path.clone(), content.into_bytes())])
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+            .map_err(|error| EditError::Commit {
+                path: self.path.clone(),
+                error,
+            })?;
         Ok(self.path)
     }
 
     /// The file's new content, once the catalog with the edited package validates; nothing
     /// is written (`release` stages it with the rest of its changes).
-    pub fn validated_content(&self) -> Result<String, String> {
+    pub fn validated_content(&self) -> Result<String, EditError> {
         let mut whole = self.rest.clone();
         whole.append(self.config.clone());
-        let model = Model::from_declcfg(whole)
-            .map_err(|e| format!("the edit would make the catalog invalid: {e}"))?;
+        let model = Model::from_declcfg(whole).map_err(EditError::Model)?;
         if let Some(tree) = model.validate() {
-            return Err(format!(
-                "the edit would make the catalog invalid; nothing was written:\n{tree}"
-            ));
+            return Err(EditError::Invalid(tree));
         }
         Ok(self.format.write(&self.config))
     }

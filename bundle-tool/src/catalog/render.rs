@@ -13,12 +13,59 @@ use super::declcfg::{Bundle, Property, RawJson, RelatedImage};
 use crate::bundle::annotations::PACKAGE_KEY;
 use crate::go_json::{go_json, go_numbers};
 use crate::manifest::read_stream;
+use crate::olm_property;
 
 pub use crate::bundle::read::is_bundle_dir;
 
-fn files_sorted(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+/// Why a bundle folder cannot be rendered, in opm's words.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// `manifests/` or `metadata/` could not be listed.
+    #[error("{}: {error}", .path.display())]
+    Folder {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// No manifest holds an object.
+    #[error("no bundle objects found")]
+    NoObjects,
+    /// No manifest is a CSV.
+    #[error("no csv in bundle")]
+    NoCsv,
+    /// No metadata file holds annotations.
+    #[error("Could not find annotations file")]
+    NoAnnotations,
+    /// An API the CSV owns has no CRD version in the bundle (boxed: rare, and large).
+    #[error(
+        "error checking provided apis in bundle {}: couldn't find {}/{}/{} ({}) in bundle",
+        .0.bundle, .0.group, .0.version, .0.kind, .0.crd
+    )]
+    OwnedApiMissing(Box<MissingApi>),
+}
+
+/// An API a CSV owns that its bundle has no CRD version for.
+#[derive(Debug)]
+pub struct MissingApi {
+    /// The CSV's name.
+    pub bundle: String,
+    /// The API's group.
+    pub group: String,
+    /// The API's version.
+    pub version: String,
+    /// The API's kind.
+    pub kind: String,
+    /// The owned CRD's name.
+    pub crd: String,
+}
+
+fn files_sorted(dir: &Path) -> Result<Vec<std::path::PathBuf>, RenderError> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|error| RenderError::Folder {
+            path: dir.to_path_buf(),
+            error,
+        })?
         .filter_map(Result::ok)
         .filter(|e| e.file_type().map(|t| !t.is_dir()).unwrap_or(false))
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
@@ -56,7 +103,7 @@ fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// Renders the bundle folder `dir`; `image` is the bundle image reference ("" for a folder).
-pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
+pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, RenderError> {
     let mut objects: Vec<Value> = Vec::new();
     let mut csv: Option<Value> = None;
     for file in files_sorted(&dir.join("manifests"))? {
@@ -75,9 +122,9 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
         objects.push(object);
     }
     if objects.is_empty() {
-        return Err("no bundle objects found".into());
+        return Err(RenderError::NoObjects);
     }
-    let csv = csv.ok_or("no csv in bundle")?;
+    let csv = csv.ok_or(RenderError::NoCsv)?;
     let name = text(&csv, "/metadata/name").to_string();
 
     // metadata/: the annotations, and optional dependencies and properties, found by content.
@@ -120,7 +167,7 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
             );
         }
     }
-    let annotations = annotations.ok_or("Could not find annotations file")?;
+    let annotations = annotations.ok_or(RenderError::NoAnnotations)?;
     let package = text(
         &annotations,
         &format!("/{}", PACKAGE_KEY.replace('/', "~1")),
@@ -150,14 +197,17 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
                     || text(crd, "/spec/version") == version)
         });
         if !present {
-            return Err(format!(
-                "error checking provided apis in bundle {name}: couldn't find {}/{version}/{} ({owned_name}) in bundle",
-                owned_name
+            return Err(RenderError::OwnedApiMissing(Box::new(MissingApi {
+                bundle: name.clone(),
+                group: owned_name
                     .split_once('.')
                     .map(|(_, g)| g)
-                    .unwrap_or_default(),
-                text(owned, "/kind")
-            ));
+                    .unwrap_or_default()
+                    .to_string(),
+                version: version.to_string(),
+                kind: text(owned, "/kind").to_string(),
+                crd: owned_name.to_string(),
+            })));
         }
     }
 
@@ -236,7 +286,7 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
     ) {
         let type_ = text(&property, "/type").to_string();
         match type_.as_str() {
-            "olm.gvk" => {
+            olm_property::GVK => {
                 let v = &property["value"];
                 provided.insert(gvk(
                     text(v, "/group"),
@@ -244,7 +294,7 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
                     text(v, "/version"),
                 ));
             }
-            "olm.package" => {
+            olm_property::PACKAGE => {
                 let v = &property["value"];
                 package_value =
                     json!({"packageName": text(v, "/packageName"), "version": text(v, "/version")});
@@ -256,22 +306,22 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
         let type_ = text(&dependency, "/type");
         let v = &dependency["value"];
         match type_ {
-            "olm.gvk" => {
+            olm_property::GVK => {
                 required.insert(gvk(text(v, "/group"), text(v, "/kind"), text(v, "/version")));
             }
-            "olm.package" => others.push((
-                "olm.package.required".into(),
+            olm_property::PACKAGE => others.push((
+                olm_property::PACKAGE_REQUIRED.into(),
                 go_json(&json!({"packageName": text(v, "/packageName"), "versionRange": text(v, "/version")})),
             )),
             _ => others.push((type_.to_string(), go_json(v))),
         }
     }
-    push("olm.package", go_json(&package_value));
+    push(olm_property::PACKAGE, go_json(&package_value));
     for value in provided {
-        push("olm.gvk", value);
+        push(olm_property::GVK, value);
     }
     for value in required {
-        push("olm.gvk.required", value);
+        push(olm_property::GVK_REQUIRED, value);
     }
     for (type_, raw) in others {
         push(&type_, raw);
@@ -280,7 +330,7 @@ pub fn render_bundle_dir(dir: &Path, image: &str) -> Result<Bundle, String> {
         .iter()
         .map(|o| {
             (
-                "olm.bundle.object".to_string(),
+                olm_property::BUNDLE_OBJECT.to_string(),
                 go_json(&json!({"data": STANDARD.encode(go_json(o))})),
             )
         })

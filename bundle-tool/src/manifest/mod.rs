@@ -5,8 +5,9 @@
 
 mod object;
 mod stream;
+pub mod yaml;
 
-pub use object::{KubeObject, ObjectRef};
+pub use object::{KubeObject, NotAnObject, ObjectRef};
 pub use stream::{
     Document, ManifestError, SourceLocation, read_path, read_stream, read_stream_generic,
 };

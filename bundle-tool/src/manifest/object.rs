@@ -36,9 +36,20 @@ pub struct KubeObject {
     pub document: Document,
 }
 
+/// Why a document is not a Kubernetes object: an identifying field is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotAnObject {
+    /// No `apiVersion` string.
+    #[error("missing apiVersion")]
+    ApiVersion,
+    /// No `kind` string.
+    #[error("missing kind")]
+    Kind,
+}
+
 impl KubeObject {
     /// Views a document as a Kubernetes object; `Err` says which identifying field is missing.
-    pub fn from_document(document: Document) -> Result<Self, String> {
+    pub fn from_document(document: Document) -> Result<Self, NotAnObject> {
         let text = |pointer: &str| {
             document
                 .value
@@ -46,8 +57,8 @@ impl KubeObject {
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
         };
-        let api_version = text("/apiVersion").ok_or("missing apiVersion")?;
-        let kind = text("/kind").ok_or("missing kind")?;
+        let api_version = text("/apiVersion").ok_or(NotAnObject::ApiVersion)?;
+        let kind = text("/kind").ok_or(NotAnObject::Kind)?;
         let name = text("/metadata/name")
             .or_else(|| text("/metadata/generateName"))
             .unwrap_or_default();
@@ -99,7 +110,9 @@ mod tests {
     fn a_document_without_kind_is_not_an_object() {
         let docs = read_stream(Path::new("x.yaml"), "apiVersion: v1\nmetadata: {}\n").unwrap();
         assert_eq!(
-            KubeObject::from_document(docs[0].clone()).unwrap_err(),
+            KubeObject::from_document(docs[0].clone())
+                .unwrap_err()
+                .to_string(),
             "missing kind"
         );
     }

@@ -103,7 +103,7 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ManifestError
 
 /// Parses a YAML (or JSON) stream of documents. Empty and comment-only documents are skipped.
 ///
-/// Machine-written YAML is transcoded by the fast path (`catalog::declcfg::yaml`); whatever
+/// Machine-written YAML is transcoded by the fast path (`manifest::yaml`); whatever
 /// it declines is read by [`read_stream_generic`], with the same result.
 pub fn read_stream(path: &Path, text: &str) -> Result<Vec<Document>, ManifestError> {
     if let Some(documents) = read_fast(path, text) {
@@ -115,7 +115,7 @@ pub fn read_stream(path: &Path, text: &str) -> Result<Vec<Document>, ManifestErr
 /// The fast path: the documents of the transcoded JSON, paired in order with the first
 /// content line of each non-empty document; `None` to take the generic path.
 fn read_fast(path: &Path, text: &str) -> Option<Vec<Document>> {
-    let json = crate::catalog::declcfg::yaml::to_json(text)?;
+    let json = super::yaml::to_json(text)?;
     let mut values = serde_json::Deserializer::from_str(&json).into_iter::<serde_json::Value>();
     let mut documents = Vec::new();
     for line in content_lines(text) {

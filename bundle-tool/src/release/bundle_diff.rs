@@ -69,7 +69,7 @@ fn split(bundle: &Bundle) -> Split {
     for property in bundle
         .properties
         .iter()
-        .filter(|p| p.type_ != "olm.bundle.object")
+        .filter(|p| p.type_ != crate::olm_property::BUNDLE_OBJECT)
     {
         properties
             .entry(property.type_.to_string())

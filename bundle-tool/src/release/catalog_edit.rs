@@ -81,20 +81,20 @@ pub struct StagedCatalog {
 /// Stages adding `bundle` to the catalog.
 pub fn stage(plan: &Plan, bundle: Bundle) -> Result<StagedCatalog, ReleaseError> {
     let catalog = &plan.catalog_dir;
-    let failed = |path: &Path, message: String| ReleaseError::Catalog {
+    let failed = |path: &Path, error: &dyn std::fmt::Display| ReleaseError::Catalog {
         path: path.to_path_buf(),
-        message,
+        message: error.to_string(),
     };
     let mut file =
-        PackageFile::open_or_new(catalog, &plan.package).map_err(|e| failed(catalog, e))?;
+        PackageFile::open_or_new(catalog, &plan.package).map_err(|e| failed(catalog, &e))?;
     let template_path = catalog.join(TEMPLATE_FILE);
     let mut files = Vec::new();
     let how;
     if template_path.is_file() {
-        let template_text = std::fs::read_to_string(&template_path)
-            .map_err(|e| failed(&template_path, e.to_string()))?;
+        let template_text =
+            std::fs::read_to_string(&template_path).map_err(|e| failed(&template_path, &e))?;
         let edited = edit_template(plan, &template_text, &mut file.config, bundle)
-            .map_err(|e| failed(&template_path, e))?;
+            .map_err(|e| failed(&template_path, &e))?;
         how = format!(
             "appended to {} and rendered into {}",
             template_path.display(),
@@ -102,7 +102,7 @@ pub fn stage(plan: &Plan, bundle: Bundle) -> Result<StagedCatalog, ReleaseError>
         );
         let content = file
             .validated_content()
-            .map_err(|e| failed(&file.path, e))?;
+            .map_err(|e| failed(&file.path, &e))?;
         files.push((file.path.clone(), content));
         files.push((template_path, edited));
     } else {
@@ -114,15 +114,15 @@ pub fn stage(plan: &Plan, bundle: Bundle) -> Result<StagedCatalog, ReleaseError>
             &Replaces::Auto,
             skip_range,
         )
-        .map_err(|e| failed(&file.path, e))?;
+        .map_err(|e| failed(&file.path, &e))?;
         how = format!("catalog add into {}", file.path.display());
         let content = file
             .validated_content()
-            .map_err(|e| failed(&file.path, e))?;
+            .map_err(|e| failed(&file.path, &e))?;
         files.push((file.path.clone(), content));
     }
     let heads = heads(&file.config, &plan.package);
-    let copy = copy_with(catalog, &files).map_err(|e| failed(catalog, e))?;
+    let copy = copy_with(catalog, &files).map_err(|e| failed(catalog, &e))?;
     Ok(StagedCatalog {
         copy,
         files,
@@ -197,7 +197,7 @@ fn edit_template(
         }
     }
     sources.add_rendered(bundle);
-    *package = semver::render(&reparsed, &sources)?;
+    *package = semver::render(&reparsed, &sources).map_err(|e| e.to_string())?;
     Ok(edited)
 }
 
@@ -208,7 +208,7 @@ fn parse_template(text: &str) -> Result<semver::SemverTemplate, String> {
         .next()
         .map(|d| d.value)
         .unwrap_or_default();
-    semver::parse(&document)
+    semver::parse(&document).map_err(|e| e.to_string())
 }
 
 /// `text` with `- image: IMAGE` appended to `archetype`'s `bundles` list, keeping every

@@ -86,7 +86,7 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     let rendered = render_bundle_dir(&bundle_dir, &plan.bundle_image()).map_err(|e| {
         ReleaseError::Catalog {
             path: bundle_dir.clone(),
-            message: e,
+            message: e.to_string(),
         }
     })?;
     let mut detail = format!(

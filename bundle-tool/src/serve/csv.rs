@@ -48,10 +48,20 @@ pub struct CsvContext<'a> {
     pub related_images: Vec<(String, String)>,
 }
 
+/// Why a CSV could not be synthesized.
+#[derive(Debug, thiserror::Error)]
+pub enum CsvError {
+    /// The `olm.csv.metadata` value does not decode.
+    #[error("parse olm.csv.metadata: {0}")]
+    Metadata(serde_json::Error),
+    /// The CSV could not be encoded.
+    #[error("{0}")]
+    Encode(serde_json::Error),
+}
+
 /// Builds opm's CSV JSON (Go's encoding, HTML characters escaped) from the metadata (JSON).
-pub fn synthesize(metadata: &str, context: &CsvContext<'_>) -> Result<String, String> {
-    let metadata: CsvMetadata =
-        serde_json::from_str(metadata).map_err(|e| format!("parse olm.csv.metadata: {e}"))?;
+pub fn synthesize(metadata: &str, context: &CsvContext<'_>) -> Result<String, CsvError> {
+    let metadata: CsvMetadata = serde_json::from_str(metadata).map_err(CsvError::Metadata)?;
     let description = if metadata.description.is_empty() {
         context.package_description.to_string()
     } else {
@@ -106,7 +116,7 @@ pub fn synthesize(metadata: &str, context: &CsvContext<'_>) -> Result<String, St
         },
     };
     // Encoded from the struct, not a `Value`, so that keys keep Go's field order.
-    let text = serde_json::to_string(&csv).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(&csv).map_err(CsvError::Encode)?;
     Ok(escape_html_like_go(&text))
 }
 
@@ -432,7 +442,9 @@ mod tests {
 
     #[test]
     fn a_metadata_of_the_wrong_shape_is_an_error() {
-        let error = synthesize(r#"{"keywords": "not a list"}"#, &context()).unwrap_err();
+        let error = synthesize(r#"{"keywords": "not a list"}"#, &context())
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("parse olm.csv.metadata:"), "{error}");
     }
 }

@@ -252,7 +252,7 @@ pub fn route(
             } else {
                 match parse_query(query) {
                     Ok(filter) => filter,
-                    Err(message) => return (400, TEXT, message.into_bytes()),
+                    Err(error) => return (400, TEXT, format!("{error}\n").into_bytes()),
                 }
             };
             match metas.select(&filter) {
@@ -264,19 +264,30 @@ pub fn route(
     }
 }
 
+/// A `metas` query the view does not take (answered 400 with this text).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum QueryError {
+    /// A `%` not followed by two hex digits.
+    #[error("bad escape in {0:?}")]
+    BadEscape(String),
+    /// A parameter other than `schema`, `package` and `name`.
+    #[error("unknown query parameter {0:?}")]
+    UnknownParameter(String),
+}
+
 /// `schema`, `package` and `name` from a query string; anything else is an error, so that a
 /// typo does not silently return the whole catalog.
-fn parse_query(query: &str) -> Result<MetaQuery, String> {
+fn parse_query(query: &str) -> Result<MetaQuery, QueryError> {
     let mut filter = MetaQuery::default();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let value = percent_decode(value).ok_or_else(|| format!("bad escape in {pair:?}\n"))?;
+        let value = percent_decode(value).ok_or_else(|| QueryError::BadEscape(pair.to_string()))?;
         // The first of a repeated parameter counts, as Go's `url.Values.Get` reads it.
         match key {
             "schema" => _ = filter.schema.get_or_insert(value),
             "package" => _ = filter.package.get_or_insert(value),
             "name" => _ = filter.name.get_or_insert(value),
-            other => return Err(format!("unknown query parameter {other:?}\n")),
+            other => return Err(QueryError::UnknownParameter(other.to_string())),
         }
     }
     Ok(filter)
@@ -364,6 +375,7 @@ mod tests {
         assert!(
             parse_query("schemas=x")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown query parameter")
         );
         assert!(parse_query("name=%zz").is_err());

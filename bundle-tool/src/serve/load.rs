@@ -5,9 +5,73 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::index::{CatalogIndex, Inline};
+use super::index::{CatalogIndex, IndexBuildError, Inline};
 use super::metas::MetaStore;
 use crate::catalog::{declcfg, model};
+use crate::image::PullError;
+use crate::manifest::ManifestError;
+
+/// Why a catalog folder cannot be served: what `catalog validate` would print, or what
+/// stopped the index.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// A file could not be loaded.
+    #[error(transparent)]
+    Load(#[from] declcfg::LoadError),
+    /// The documents could not be kept for the HTTP view.
+    #[error("store documents: {0}")]
+    StoreDocuments(std::io::Error),
+    /// The documents do not make a model.
+    #[error(transparent)]
+    Model(#[from] model::ModelError),
+    /// The model breaks graph or bundle rules.
+    #[error("{0}")]
+    Invalid(model::ValidationTree),
+    /// The index could not be built.
+    #[error(transparent)]
+    Index(#[from] IndexBuildError<BundleManifestsError>),
+}
+
+/// Why a bundle's manifests could not be read for inline serving.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleManifestsError {
+    /// The `manifests/` folder could not be listed.
+    #[error("{}: {error}", .path.display())]
+    Folder {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A manifest file could not be read.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// A manifest could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The folder holds no manifests.
+    #[error("{}: no manifests", .0.display())]
+    Empty(PathBuf),
+    /// The reference is not an image reference.
+    #[error(transparent)]
+    Reference(PullError),
+    /// The image could not be unpacked.
+    #[error("unpack {reference}: {error}")]
+    Unpack {
+        /// The image.
+        reference: String,
+        /// Why.
+        error: PullError,
+    },
+    /// The image could not be pulled.
+    #[error("pull {reference}: {error}")]
+    Pull {
+        /// The image.
+        reference: String,
+        /// Why.
+        error: PullError,
+    },
+}
 
 /// How the catalog is turned into a snapshot.
 #[derive(Clone, Debug, Default)]
@@ -35,23 +99,23 @@ pub struct Snapshot {
 }
 
 /// Loads and validates `root`; `Err` holds what `catalog validate` would print.
-pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, String> {
+pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, SnapshotError> {
     // Stage times go to the log: start-up work is split between the catalog loader and the
     // index, and only the second is serve's own.
     let started = Instant::now();
-    let config = declcfg::load_dir(root).map_err(|e| e.to_string())?;
+    let config = declcfg::load_dir(root)?;
     let loaded = started.elapsed();
     let metas = if options.keep_documents {
-        Some(MetaStore::write(&config).map_err(|e| format!("store documents: {e}"))?)
+        Some(MetaStore::write(&config).map_err(SnapshotError::StoreDocuments)?)
     } else {
         None
     };
     let model = model::Model::from_declcfg(config)?;
     if let Some(tree) = model.validate() {
-        return Err(tree.to_string());
+        return Err(SnapshotError::Invalid(tree));
     }
     let validated = started.elapsed();
-    let mut inline = |bundle: &model::Bundle| -> Result<Inline, String> {
+    let mut inline = |bundle: &model::Bundle| -> Result<Inline, BundleManifestsError> {
         if !options.inline_bundles {
             return Ok(Inline::No);
         }
@@ -83,36 +147,44 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Str
 }
 
 /// A bundle folder's manifests as compact JSON, in file-name order (as opm renders them).
-pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, String> {
+pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, BundleManifestsError> {
     let manifests = dir.join("manifests");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&manifests)
-        .map_err(|e| format!("{}: {e}", manifests.display()))?
+        .map_err(|error| BundleManifestsError::Folder {
+            path: manifests.clone(),
+            error,
+        })?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.is_file())
         .collect();
     files.sort();
     let mut objects = Vec::new();
     for file in files {
-        let documents = crate::manifest::read_path(&file).map_err(|e| e.to_string())?;
+        let documents = crate::manifest::read_path(&file)?;
         for document in documents {
             if document.value.is_object() {
-                objects.push(serde_json::to_string(&document.value).map_err(|e| e.to_string())?);
+                objects.push(serde_json::to_string(&document.value)?);
             }
         }
     }
     if objects.is_empty() {
-        return Err(format!("{}: no manifests", manifests.display()));
+        return Err(BundleManifestsError::Empty(manifests));
     }
     Ok(objects)
 }
 
 /// Pulls a bundle image and reads its manifests.
-fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, String> {
-    use crate::image::PullError;
-    let image = crate::image::pull_to_temp(reference, plain_http).map_err(|e| match e {
-        PullError::Reference(_) => e.to_string(),
-        PullError::Unpack(_) => format!("unpack {reference}: {e}"),
-        _ => format!("pull {reference}: {e}"),
+fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, BundleManifestsError> {
+    let image = crate::image::pull_to_temp(reference, plain_http).map_err(|error| match error {
+        PullError::Reference(_) => BundleManifestsError::Reference(error),
+        PullError::Unpack(_) => BundleManifestsError::Unpack {
+            reference: reference.to_string(),
+            error,
+        },
+        _ => BundleManifestsError::Pull {
+            reference: reference.to_string(),
+            error,
+        },
     })?;
     bundle_dir_objects(image.root())
 }

@@ -40,7 +40,7 @@ use tonic::{Request, Response, Status};
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse, health_check_response};
 
-pub use load::{LoadOptions, load_snapshot};
+pub use load::{BundleManifestsError, LoadOptions, SnapshotError, load_snapshot};
 pub use state::CatalogHandle;
 
 /// Everything `bundle-tool serve` needs.
@@ -85,31 +85,62 @@ impl Health for AlwaysServing {
     }
 }
 
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The catalog could not be loaded (the validation errors of an invalid catalog).
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The loading task did not finish.
+    #[error("{0}")]
+    LoadTask(#[from] tokio::task::JoinError),
+    /// A port could not be bound.
+    #[error("failed to listen on {address}: {error}")]
+    Listen {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A bound socket's address could not be read.
+    #[error("{0}")]
+    LocalAddress(std::io::Error),
+    /// The reflection service could not be built.
+    #[error("{0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The gRPC server failed.
+    #[error("serve: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
 /// Loads the catalog, serves it until SIGTERM or SIGINT, then stops gracefully (in-flight
 /// RPCs finish). `Err` is a start-up failure, with the validation errors of an invalid catalog.
-pub async fn run(config: ServeConfig) -> Result<(), String> {
+pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
     let started = Instant::now();
     let snapshot = {
         let (root, options) = (config.root.clone(), config.load.clone());
-        tokio::task::spawn_blocking(move || load_snapshot(&root, &options))
-            .await
-            .map_err(|e| e.to_string())??
+        tokio::task::spawn_blocking(move || load_snapshot(&root, &options)).await??
     };
     let catalog = CatalogHandle::new(snapshot.index, snapshot.metas);
 
     let grpc_address = SocketAddr::new(config.address, config.port);
     let listener = tokio::net::TcpListener::bind(grpc_address)
         .await
-        .map_err(|e| format!("failed to listen on {grpc_address}: {e}"))?;
-    let grpc_address = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(|error| ServeError::Listen {
+            address: grpc_address,
+            error,
+        })?;
+    let grpc_address = listener.local_addr().map_err(ServeError::LocalAddress)?;
 
     let http_address = match config.http_port {
         Some(port) => {
             let address = SocketAddr::new(config.address, port);
             let http_listener = tokio::net::TcpListener::bind(address)
                 .await
-                .map_err(|e| format!("failed to listen on {address}: {e}"))?;
-            let address = http_listener.local_addr().map_err(|e| e.to_string())?;
+                .map_err(|error| ServeError::Listen { address, error })?;
+            let address = http_listener
+                .local_addr()
+                .map_err(ServeError::LocalAddress)?;
             tokio::spawn(http::serve_http(http_listener, catalog.clone()));
             Some(address)
         }
@@ -119,13 +150,11 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| e.to_string())?;
+        .build_v1()?;
     let reflection_v1alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .map_err(|e| e.to_string())?;
+        .build_v1alpha()?;
 
     tokio::spawn(reload::watch(
         config.root.clone(),
@@ -157,8 +186,7 @@ pub async fn run(config: ServeConfig) -> Result<(), String> {
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown_signal(),
         )
-        .await
-        .map_err(|e| format!("serve: {e}"))?;
+        .await?;
     tracing::info!("shut down");
     Ok(())
 }

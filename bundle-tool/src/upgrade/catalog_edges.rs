@@ -191,7 +191,7 @@ fn edges(
             .and_then(|b| {
                 b.properties
                     .iter()
-                    .find(|p| p.type_ == "olm.package")
+                    .find(|p| p.type_ == crate::olm_property::PACKAGE)
                     .and_then(|p| p.value.str_field("version"))
             })
             .and_then(|v| parse_version_tolerant(&v).ok())

@@ -14,9 +14,14 @@ use serde_json::Value;
 
 use super::{Finding, LoadedBundle};
 use crate::manifest::read_stream;
+use crate::olm_property;
 
 /// The property types the resolver refuses (operator-controller's `NoDependencyValidation`).
-const DEPENDENCY_TYPES: [&str; 3] = ["olm.package.required", "olm.gvk.required", "olm.constraint"];
+const DEPENDENCY_TYPES: [&str; 3] = [
+    olm_property::PACKAGE_REQUIRED,
+    olm_property::GVK_REQUIRED,
+    olm_property::CONSTRAINT,
+];
 
 /// API groups an admission webhook's rules may not name.
 const FORBIDDEN_GROUPS: [&str; 2] = ["olm.operatorframework.io", "*"];
@@ -179,7 +184,7 @@ fn dependencies(csv: &Value, root: &Path, out: &mut Out) {
     let csv_file = out.csv_file.clone();
     for crd in list(csv, "/spec/customresourcedefinitions/required") {
         found.push((
-            "olm.gvk.required".into(),
+            olm_property::GVK_REQUIRED.into(),
             format!(
                 "required CRD {} {}",
                 text(crd, "/name"),
@@ -190,7 +195,7 @@ fn dependencies(csv: &Value, root: &Path, out: &mut Out) {
     }
     for api in list(csv, "/spec/apiservicedefinitions/required") {
         found.push((
-            "olm.gvk.required".into(),
+            olm_property::GVK_REQUIRED.into(),
             format!(
                 "required API service {}/{} {}",
                 text(api, "/group"),
@@ -252,8 +257,8 @@ fn dependencies(csv: &Value, root: &Path, out: &mut Out) {
             saw_dependencies = true;
             for entry in entries {
                 let type_ = match text(entry, "/type") {
-                    "olm.package" => "olm.package.required",
-                    "olm.gvk" => "olm.gvk.required",
+                    olm_property::PACKAGE => olm_property::PACKAGE_REQUIRED,
+                    olm_property::GVK => olm_property::GVK_REQUIRED,
                     other => other,
                 };
                 if DEPENDENCY_TYPES.contains(&type_) {
@@ -594,7 +599,7 @@ fn behaviour(csv: &Value, root: &Path, out: &mut Out) {
     }
     for property in properties
         .iter()
-        .filter(|p| text(p, "/type") == "olm.maxOpenShiftVersion")
+        .filter(|p| text(p, "/type") == olm_property::MAX_OPENSHIFT_VERSION)
     {
         out.warning(
             "max-openshift-version",

@@ -173,7 +173,7 @@ impl Bundle {
     pub fn objects(&self) -> Vec<Vec<u8>> {
         self.properties
             .iter()
-            .filter(|p| p.type_ == "olm.bundle.object")
+            .filter(|p| p.type_ == crate::olm_property::BUNDLE_OBJECT)
             .filter_map(|p| p.value.str_field("data"))
             .filter_map(|data| {
                 base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).ok()
@@ -229,24 +229,6 @@ pub struct Meta {
     pub blob: Value,
 }
 
-/// Property types defined by OLM and operator-registry.
-const KNOWN_PROPERTY_TYPES: [&str; 14] = [
-    "olm.package",
-    "olm.gvk",
-    "olm.csv.metadata",
-    "olm.bundle.object",
-    "olm.gvk.required",
-    "olm.package.required",
-    "olm.channel",
-    "olm.bundle.mediatype",
-    "olm.maxOpenShiftVersion",
-    "olm.constraint",
-    "olm.deprecated",
-    "olm.substitutesFor",
-    "olm.label",
-    "olm.label.required",
-];
-
 /// A property type: a known one as static text, any other owned.
 fn property_type<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
@@ -259,7 +241,10 @@ fn property_type<'de, D: serde::Deserializer<'de>>(
         }
         fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
             Ok(
-                match KNOWN_PROPERTY_TYPES.iter().find(|known| **known == text) {
+                match crate::olm_property::KNOWN_TYPES
+                    .iter()
+                    .find(|known| **known == text)
+                {
                     Some(known) => Cow::Borrowed(known),
                     None => Cow::Owned(text.to_string()),
                 },
@@ -267,7 +252,10 @@ fn property_type<'de, D: serde::Deserializer<'de>>(
         }
         fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
             Ok(
-                match KNOWN_PROPERTY_TYPES.iter().find(|known| **known == text) {
+                match crate::olm_property::KNOWN_TYPES
+                    .iter()
+                    .find(|known| **known == text)
+                {
                     Some(known) => Cow::Borrowed(known),
                     None => Cow::Owned(text),
                 },
@@ -296,21 +284,6 @@ where
     T: Deserialize<'de>,
 {
     exact_vec(deserializer).map(Some)
-}
-
-/// Decodes every inline `olm.bundle.object` once, as opm does when it loads a bundle: bad
-/// base64 fails the load.
-pub(super) fn check_bundle_objects(bundle: &Bundle) -> Result<(), String> {
-    for property in bundle
-        .properties
-        .iter()
-        .filter(|p| p.type_ == "olm.bundle.object")
-    {
-        let data = property.value.str_field("data").unwrap_or_default();
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
-            .map_err(|e| format!("read bundle objects: {e}"))?;
-    }
-    Ok(())
 }
 
 mod base64_bytes {

@@ -5,7 +5,7 @@
 //! schema string), then its bytes are deserialized into `Package`, `Channel`, `Bundle` or
 //! `Deprecation`. Anything irregular — a key that only matches `schema`/`package`/`name` when
 //! case is folded, a non-string schema, an unknown schema, a document the typed struct
-//! rejects — goes through the generic path ([`super::add_document`]), which keeps opm's
+//! rejects — goes through the generic path ([`super::generic::add_document`]), which keeps opm's
 //! behaviour and messages. A file with any error is read again by the generic loader, so
 //! which error is reported, its text and its line are exactly what that loader gives.
 
@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::document::check_bundle_objects;
+use super::generic::check_bundle_objects;
 use super::{
     Bundle, Channel, DeclarativeConfig, Deprecation, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
@@ -175,7 +175,7 @@ pub fn load_json(text: &str, config: &mut DeclarativeConfig) -> bool {
             let Ok(value) = serde_json::from_str::<Value>(raw) else {
                 return false;
             };
-            if super::add_document(value, &mut part).is_err() {
+            if super::generic::add_document(value, &mut part).is_err() {
                 return false;
             }
         }

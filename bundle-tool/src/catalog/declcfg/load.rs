@@ -5,12 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::document::check_bundle_objects;
+use super::DeclarativeConfig;
+use super::generic::add_document;
 use super::ignore::IgnoreRules;
-use super::{
-    Bundle, Channel, DeclarativeConfig, Deprecation, Meta, Package, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
-    SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE,
-};
 use crate::manifest::{ManifestError, read_stream_generic};
 
 /// Why a catalog could not be loaded: the file, the line when known, and opm's wording.
@@ -176,7 +173,7 @@ pub fn load_str(path: &Path, text: &str, config: &mut DeclarativeConfig) -> Resu
         {
             return Ok(());
         }
-    } else if let Some((json, sorted)) = super::yaml::to_ordered_json(text)
+    } else if let Some((json, sorted)) = crate::manifest::yaml::to_ordered_json(text)
         && super::raw::reading_sorted_compact(sorted, || {
             super::one_pass::load_json_one_pass(&json, config)
                 || super::json::load_json(&json, config)
@@ -199,12 +196,11 @@ pub fn load_generic(
     config: &mut DeclarativeConfig,
 ) -> Result<(), LoadError> {
     for (line, document) in documents(path, text)? {
-        let error = |message: String| LoadError {
+        add_document(document, config).map_err(|e| LoadError {
             path: path.to_path_buf(),
             line,
-            message,
-        };
-        add_document(document, config).map_err(error)?;
+            message: e.to_string(),
+        })?;
     }
     Ok(())
 }
@@ -255,82 +251,6 @@ fn documents(path: &Path, text: &str) -> Result<Vec<(Option<u64>, Value)>, LoadE
             message: error.to_string(),
         }),
     }
-}
-
-/// Finds `schema`, `package` and `name` case-insensitively, as opm does, and makes their
-/// keys lower case.
-fn normalize_meta_keys(
-    document: &mut serde_json::Map<String, Value>,
-) -> Result<(String, String, String), String> {
-    let mut found = [String::new(), String::new(), String::new()];
-    for (slot, wanted) in ["schema", "package", "name"].iter().enumerate() {
-        // ASCII keys (all of them in practice) are compared without allocating.
-        let keys: Vec<String> = document
-            .keys()
-            .filter(|k| {
-                if k.is_ascii() {
-                    k.eq_ignore_ascii_case(wanted)
-                } else {
-                    k.to_lowercase() == *wanted
-                }
-            })
-            .cloned()
-            .collect();
-        if keys.len() > 1 {
-            return Err(format!("duplicate keys for key {wanted:?}: {keys:?}"));
-        }
-        if let Some(key) = keys.into_iter().next() {
-            let value = document.remove(&key).unwrap_or(Value::Null);
-            match &value {
-                Value::String(s) => found[slot] = s.clone(),
-                Value::Null => {}
-                other => {
-                    return Err(format!(
-                        "expected value for key {wanted:?} to be a string, got {other}"
-                    ));
-                }
-            }
-            document.insert(wanted.to_string(), value);
-        }
-    }
-    let [schema, package, name] = found;
-    Ok((schema, package, name))
-}
-
-/// Adds one parsed document to `config` by its schema (schema, package and name matched
-/// case-insensitively), with opm's messages; templates use it for their inline entries.
-pub fn add_document(document: Value, config: &mut DeclarativeConfig) -> Result<(), String> {
-    let Value::Object(mut map) = document else {
-        return Err(format!("document is not an object: {document}"));
-    };
-    let (schema, package, name) = normalize_meta_keys(&mut map)?;
-    let blob = Value::Object(map);
-    match schema.as_str() {
-        "" => return Err(format!("object '{blob}' is missing root schema field")),
-        SCHEMA_PACKAGE => config.packages.push(
-            serde_json::from_value::<Package>(blob).map_err(|e| format!("parse package: {e}"))?,
-        ),
-        SCHEMA_CHANNEL => config.channels.push(
-            serde_json::from_value::<Channel>(blob).map_err(|e| format!("parse channel: {e}"))?,
-        ),
-        SCHEMA_BUNDLE => {
-            let bundle =
-                serde_json::from_value::<Bundle>(blob).map_err(|e| format!("parse bundle: {e}"))?;
-            check_bundle_objects(&bundle)?;
-            config.bundles.push(bundle)
-        }
-        SCHEMA_DEPRECATIONS => config.deprecations.push(
-            serde_json::from_value::<Deprecation>(blob)
-                .map_err(|e| format!("parse deprecation: {e}"))?,
-        ),
-        _ => config.others.push(Meta {
-            schema,
-            package,
-            name,
-            blob,
-        }),
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -9,18 +9,16 @@
 //! flight, not the catalog: on the generated 20,000-bundle catalog the documents alone were
 //! 30 MiB of heap.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::DeclarativeConfig;
-use super::write::{Document, write_pretty};
+use super::order::{self, Place};
+use super::write::write_pretty;
 
-/// Where a document goes in opm's order: its package's group (documents of other schemas
-/// without a package come last), then packages, channels, bundles, other schemas and
-/// deprecations, channels and bundles by name and others by schema, ties in document order.
+/// A document's [`Place`] in opm's order, owned: it outlives the parsed documents.
 #[derive(Debug)]
-struct Place {
+struct OwnedPlace {
     loose: bool,
     package: String,
     rank: u8,
@@ -31,7 +29,7 @@ struct Place {
 #[derive(Debug)]
 pub struct RenderedDocuments {
     text: Vec<u8>,
-    documents: Vec<(Place, usize)>,
+    documents: Vec<(OwnedPlace, usize)>,
 }
 
 impl RenderedDocuments {
@@ -41,36 +39,19 @@ impl RenderedDocuments {
             text: Vec::new(),
             documents: Vec::new(),
         };
-        let mut add = |document: Document<'_>, place: Place| -> io::Result<()> {
+        for document in order::documents(config) {
             let start = rendered.text.len();
             write_pretty(&document, &mut rendered.text)?;
+            let place = Place::of(&document);
+            let place = OwnedPlace {
+                loose: place.loose,
+                package: place.package.to_string(),
+                rank: place.rank,
+                key: place.key.to_string(),
+            };
             rendered
                 .documents
                 .push((place, rendered.text.len() - start));
-            Ok(())
-        };
-        let place = |package: &str, rank: u8, key: &str| Place {
-            loose: false,
-            package: package.to_string(),
-            rank,
-            key: key.to_string(),
-        };
-        for p in &config.packages {
-            add(Document::Package(p), place(&p.name, 0, ""))?;
-        }
-        for c in &config.channels {
-            add(Document::Channel(c), place(&c.package, 1, &c.name))?;
-        }
-        for b in &config.bundles {
-            add(Document::Bundle(b), place(&b.package, 2, &b.name))?;
-        }
-        for o in &config.others {
-            let mut at = place(&o.package, 3, &o.schema);
-            at.loose = o.package.is_empty();
-            add(Document::Other(o), at)?;
-        }
-        for d in &config.deprecations {
-            add(Document::Deprecation(d), place(&d.package, 4, ""))?;
         }
         Ok(rendered)
     }
@@ -84,6 +65,18 @@ struct Entry {
     key: Box<str>,
     offset: u64,
     length: u32,
+}
+
+impl Entry {
+    /// The entry's place; `packages` are the index's package names.
+    fn place<'a>(&'a self, packages: &'a [String]) -> Place<'a> {
+        Place {
+            loose: self.loose,
+            package: &packages[self.package as usize],
+            rank: self.rank,
+            key: &self.key,
+        }
+    }
 }
 
 /// Where the text goes: a temporary file, or memory when none can be made.
@@ -104,7 +97,7 @@ pub struct SpoolText {
 #[derive(Debug)]
 pub struct StoredDocuments {
     offset: u64,
-    documents: Vec<(Place, usize)>,
+    documents: Vec<(OwnedPlace, usize)>,
 }
 
 impl SpoolText {
@@ -258,16 +251,9 @@ impl JsonSpool {
         let JsonSpool { text, mut index } = self;
         let packages = &index.packages;
         // A stable sort: entries were recorded in document order, which breaks ties.
-        index.entries.sort_by(|a, b| {
-            a.loose
-                .cmp(&b.loose)
-                .then_with(|| match a.package.cmp(&b.package) {
-                    Ordering::Equal => Ordering::Equal,
-                    _ => packages[a.package as usize].cmp(&packages[b.package as usize]),
-                })
-                .then(a.rank.cmp(&b.rank))
-                .then_with(|| a.key.cmp(&b.key))
-        });
+        index
+            .entries
+            .sort_by(|a, b| a.place(packages).cmp(&b.place(packages)));
         let entries = &index.entries;
         let memory = match &text.storage {
             Storage::Memory(text) => Some(text.lock().unwrap_or_else(|e| e.into_inner())),

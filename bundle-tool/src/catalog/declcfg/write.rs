@@ -1,79 +1,10 @@
-//! Writing a catalog as `opm render` does: packages by name, each followed by its channels
-//! and bundles (by name), its other documents, its deprecations; package-less documents last.
+//! Writing a catalog as `opm render` does, in opm's order (`order.rs`).
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::DeclarativeConfig;
-
-/// One document to write, borrowed from the config.
-pub(super) enum Document<'a> {
-    Package(&'a super::Package),
-    Channel(&'a super::Channel),
-    Bundle(&'a super::Bundle),
-    Other(&'a super::Meta),
-    Deprecation(&'a super::Deprecation),
-}
-
-impl Serialize for Document<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Document::Package(p) => p.serialize(serializer),
-            Document::Channel(c) => c.serialize(serializer),
-            Document::Bundle(b) => b.serialize(serializer),
-            Document::Other(o) => o.blob.serialize(serializer),
-            Document::Deprecation(d) => d.serialize(serializer),
-        }
-    }
-}
-
-fn ordered(config: &DeclarativeConfig) -> Vec<Document<'_>> {
-    use std::collections::BTreeMap;
-    // One pass to group by package (render used to scan every document once per package).
-    #[derive(Default)]
-    struct Group<'a> {
-        packages: Vec<&'a super::Package>,
-        channels: Vec<&'a super::Channel>,
-        bundles: Vec<&'a super::Bundle>,
-        others: Vec<&'a super::Meta>,
-        deprecations: Vec<&'a super::Deprecation>,
-    }
-    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
-    for p in &config.packages {
-        groups.entry(&p.name).or_default().packages.push(p);
-    }
-    for c in &config.channels {
-        groups.entry(&c.package).or_default().channels.push(c);
-    }
-    for b in &config.bundles {
-        groups.entry(&b.package).or_default().bundles.push(b);
-    }
-    for d in &config.deprecations {
-        groups.entry(&d.package).or_default().deprecations.push(d);
-    }
-    let mut loose: Vec<&super::Meta> = Vec::new();
-    for o in &config.others {
-        if o.package.is_empty() {
-            loose.push(o);
-        } else {
-            groups.entry(&o.package).or_default().others.push(o);
-        }
-    }
-    let mut out = Vec::new();
-    for (_, mut group) in groups {
-        out.extend(group.packages.into_iter().map(Document::Package));
-        group.channels.sort_by(|a, b| a.name.cmp(&b.name));
-        out.extend(group.channels.into_iter().map(Document::Channel));
-        group.bundles.sort_by(|a, b| a.name.cmp(&b.name));
-        out.extend(group.bundles.into_iter().map(Document::Bundle));
-        group.others.sort_by(|a, b| a.schema.cmp(&b.schema));
-        out.extend(group.others.into_iter().map(Document::Other));
-        out.extend(group.deprecations.into_iter().map(Document::Deprecation));
-    }
-    loose.sort_by(|a, b| a.schema.cmp(&b.schema));
-    out.extend(loose.into_iter().map(Document::Other));
-    out
-}
+use super::order::{Document, in_order};
 
 /// JSON objects one after another, 4-space indented, as `opm render -o json`.
 pub fn to_json(config: &DeclarativeConfig) -> String {
@@ -94,27 +25,15 @@ pub fn write_json(
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
     const BATCH: usize = 128;
-    let documents = ordered(config);
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let documents = in_order(config);
+    let workers = crate::parallel::workers();
     for batch in documents.chunks(BATCH * workers) {
-        let share = batch.len().div_ceil(workers).max(1);
-        let buffers: Vec<std::io::Result<Vec<u8>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = batch
-                .chunks(share)
-                .map(|part| scope.spawn(move || serialize_pretty(part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(std::io::Error::other("a writer thread panicked")))
-                })
-                .collect()
-        });
-        for buffer in buffers {
+        // Each worker serializes a contiguous share; the shares are written in order.
+        let shares: Vec<&[Document<'_>]> =
+            batch.chunks(batch.len().div_ceil(workers).max(1)).collect();
+        for buffer in
+            crate::parallel::map_dynamic_on(workers, &shares, |share| serialize_pretty(share))
+        {
             out.write_all(&buffer?)?;
         }
     }
@@ -148,7 +67,7 @@ pub(super) fn write_pretty(document: &Document<'_>, buffer: &mut Vec<u8>) -> std
 /// YAML documents, each starting with `---`, as `opm render -o yaml` (keys sorted, as opm's
 /// JSON-to-YAML conversion sorts them).
 pub fn to_yaml(config: &DeclarativeConfig) -> String {
-    ordered(config)
+    in_order(config)
         .iter()
         .map(|document| {
             let value = serde_json::to_value(document).unwrap_or(Value::Null);

@@ -45,11 +45,49 @@ pub struct GraphArgs {
     pub draw_v0_semantics: bool,
 }
 
+/// Why a catalog's bundles cannot be drawn: their versions, in opm's words.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    /// Not exactly one `olm.package` property.
+    #[error("bundle {0:?} has multiple \"olm.package\" properties, expected exactly 1")]
+    PackageProperties(String),
+    /// The version is not semver.
+    #[error("bundle {bundle:?} has invalid version {version:?}: {problem}")]
+    Version {
+        /// The bundle.
+        bundle: String,
+        /// The version as written.
+        version: String,
+        /// blang/semver's message.
+        problem: String,
+    },
+}
+
+/// A `catalog graph` failure.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphRunError {
+    /// The catalog could not be loaded.
+    #[error(transparent)]
+    Load(#[from] crate::catalog::declcfg::LoadError),
+    /// Its bundles cannot be drawn.
+    #[error("{}: {error}", .dir.display())]
+    Graph {
+        /// The catalog folder.
+        dir: std::path::PathBuf,
+        /// Why.
+        error: GraphError,
+    },
+}
+
 /// Runs `catalog graph`: the text to print.
-pub fn run(args: &GraphArgs) -> Result<String, String> {
-    let config = load_dir(&args.dir).map_err(|e| e.to_string())?;
-    let graph = UpgradeGraph::from_declcfg(&config, args.package.as_deref())
-        .map_err(|e| format!("{}: {e}", args.dir.display()))?;
+pub fn run(args: &GraphArgs) -> Result<String, GraphRunError> {
+    let config = load_dir(&args.dir)?;
+    let graph = UpgradeGraph::from_declcfg(&config, args.package.as_deref()).map_err(|error| {
+        GraphRunError::Graph {
+            dir: args.dir.clone(),
+            error,
+        }
+    })?;
     Ok(match args.output {
         GraphFormat::Mermaid => mermaid::write(&graph, args.draw_v0_semantics),
         GraphFormat::Html => html::write(&graph, &args.dir.display().to_string()),
@@ -89,7 +127,10 @@ pub struct UpgradeGraph {
 impl UpgradeGraph {
     /// Collects the graph of `config`, only `package`'s channels when given. Every bundle
     /// needs a strict semver version (opm's message otherwise).
-    pub fn from_declcfg(config: &DeclarativeConfig, package: Option<&str>) -> Result<Self, String> {
+    pub fn from_declcfg(
+        config: &DeclarativeConfig,
+        package: Option<&str>,
+    ) -> Result<Self, GraphError> {
         let mut graph = UpgradeGraph::default();
         for bundle in &config.bundles {
             if graph.versions.contains_key(&bundle.name) {
@@ -102,15 +143,14 @@ impl UpgradeGraph {
                 .map(|p| &p.value)
                 .collect();
             let [property] = packages[..] else {
-                return Err(format!(
-                    "bundle {:?} has multiple \"olm.package\" properties, expected exactly 1",
-                    bundle.name
-                ));
+                return Err(GraphError::PackageProperties(bundle.name.clone()));
             };
             let version = property.str_field("version");
             let text = version.as_deref().unwrap_or_default();
-            let version = parse_version(text).map_err(|e| {
-                format!("bundle {:?} has invalid version {text:?}: {e}", bundle.name)
+            let version = parse_version(text).map_err(|problem| GraphError::Version {
+                bundle: bundle.name.clone(),
+                version: text.to_string(),
+                problem,
             })?;
             graph.versions.insert(bundle.name.clone(), version);
             graph

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::TemplateError;
 use super::go_decode::GoObject;
 use crate::catalog::bundle_source::BundleSources;
 use crate::catalog::declcfg::{DeclarativeConfig, add_document};
@@ -14,19 +15,18 @@ pub const SCHEMA: &str = "olm.template.basic";
 
 /// Renders the template document: its entries loaded like catalog documents, every bundle
 /// rendered from its image.
-pub fn render(document: &Value, sources: &BundleSources) -> Result<DeclarativeConfig, String> {
-    let top = GoObject::new(document, "basic.BasicTemplateData")
-        .map_err(|e| format!("unmarshalling template: {e}"))?;
+pub fn render(
+    document: &Value,
+    sources: &BundleSources,
+) -> Result<DeclarativeConfig, TemplateError> {
+    let top =
+        GoObject::new(document, "basic.BasicTemplateData").map_err(TemplateError::BasicDecode)?;
     let entries = top
         .list("entries", "*declcfg.Meta")
-        .map_err(|e| format!("unmarshalling template: {e}"))?;
-    let schema = top
-        .string("schema")
-        .map_err(|e| format!("unmarshalling template: {e}"))?;
+        .map_err(TemplateError::BasicDecode)?;
+    let schema = top.string("schema").map_err(TemplateError::BasicDecode)?;
     if schema != SCHEMA {
-        return Err(format!(
-            "template has unknown schema ({schema:?}), should be {SCHEMA:?}"
-        ));
+        return Err(TemplateError::BasicSchema(schema));
     }
     let mut config = DeclarativeConfig::default();
     for entry in entries {
@@ -42,7 +42,7 @@ pub fn render(document: &Value, sources: &BundleSources) -> Result<DeclarativeCo
             && bundle.properties.is_empty()
             && bundle.related_images.is_empty();
         if !bare {
-            return Err("unexpected fields present in basic template bundle".into());
+            return Err(TemplateError::BasicBundleFields);
         }
         rendered.push(sources.render_image(&bundle.image)?);
     }

@@ -5,6 +5,36 @@
 
 use serde_json::{Map, Value};
 
+/// Go's `encoding/json` refusing a template object, in its words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GoDecodeError {
+    /// The value is not an object.
+    #[error("json: cannot unmarshal {found} into Go value of type {type_name}")]
+    NotAnObject {
+        /// The JSON kind found.
+        found: &'static str,
+        /// The Go type.
+        type_name: &'static str,
+    },
+    /// A key that matches no field (strict decoding).
+    #[error("json: unknown field {0:?}")]
+    UnknownField(String),
+    /// A field of the wrong JSON kind.
+    #[error(
+        "json: cannot unmarshal {found} into Go struct field {type_name}.{field} of type {go_type}"
+    )]
+    FieldType {
+        /// The JSON kind found.
+        found: &'static str,
+        /// The Go struct.
+        type_name: &'static str,
+        /// The field.
+        field: String,
+        /// The field's Go type.
+        go_type: String,
+    },
+}
+
 /// The fields of one JSON object, looked up the way Go's decoder matches them.
 pub struct GoObject<'a> {
     map: &'a Map<String, Value>,
@@ -14,7 +44,7 @@ pub struct GoObject<'a> {
 
 impl<'a> GoObject<'a> {
     /// Wraps `value`, which must be an object (or null, read as an empty object).
-    pub fn new(value: &'a Value, type_name: &'static str) -> Result<Self, String> {
+    pub fn new(value: &'a Value, type_name: &'static str) -> Result<Self, GoDecodeError> {
         static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
         match value {
             Value::Object(map) => Ok(GoObject { map, type_name }),
@@ -22,21 +52,21 @@ impl<'a> GoObject<'a> {
                 map: EMPTY.get_or_init(Map::new),
                 type_name,
             }),
-            other => Err(format!(
-                "json: cannot unmarshal {} into Go value of type {type_name}",
-                go_kind(other)
-            )),
+            other => Err(GoDecodeError::NotAnObject {
+                found: go_kind(other),
+                type_name,
+            }),
         }
     }
 
     /// Fails on the first key that matches none of `fields` (strict decoding).
-    pub fn reject_unknown(&self, fields: &[&str]) -> Result<(), String> {
+    pub fn reject_unknown(&self, fields: &[&str]) -> Result<(), GoDecodeError> {
         match self
             .map
             .keys()
             .find(|k| !fields.iter().any(|f| f.eq_ignore_ascii_case(k)))
         {
-            Some(key) => Err(format!("json: unknown field {key:?}")),
+            Some(key) => Err(GoDecodeError::UnknownField(key.clone())),
             None => Ok(()),
         }
     }
@@ -52,7 +82,7 @@ impl<'a> GoObject<'a> {
     }
 
     /// A string field ("" when absent).
-    pub fn string(&self, field: &str) -> Result<String, String> {
+    pub fn string(&self, field: &str) -> Result<String, GoDecodeError> {
         match self.get(field) {
             None => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.clone()),
@@ -61,7 +91,7 @@ impl<'a> GoObject<'a> {
     }
 
     /// A boolean field (false when absent).
-    pub fn boolean(&self, field: &str) -> Result<bool, String> {
+    pub fn boolean(&self, field: &str) -> Result<bool, GoDecodeError> {
         match self.get(field) {
             None => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
@@ -70,7 +100,7 @@ impl<'a> GoObject<'a> {
     }
 
     /// A list field (empty when absent).
-    pub fn list(&self, field: &str, element: &str) -> Result<&'a [Value], String> {
+    pub fn list(&self, field: &str, element: &str) -> Result<&'a [Value], GoDecodeError> {
         match self.get(field) {
             None => Ok(&[]),
             Some(Value::Array(items)) => Ok(items),
@@ -78,12 +108,13 @@ impl<'a> GoObject<'a> {
         }
     }
 
-    fn mismatch(&self, field: &str, value: &Value, go_type: &str) -> String {
-        format!(
-            "json: cannot unmarshal {} into Go struct field {}.{field} of type {go_type}",
-            go_kind(value),
-            self.type_name
-        )
+    fn mismatch(&self, field: &str, value: &Value, go_type: &str) -> GoDecodeError {
+        GoDecodeError::FieldType {
+            found: go_kind(value),
+            type_name: self.type_name,
+            field: field.to_string(),
+            go_type: go_type.to_string(),
+        }
     }
 }
 

@@ -5,8 +5,12 @@
 //! (`--bundle-source REF=DIR`) before the images exist.
 
 pub mod basic;
+mod error;
 mod go_decode;
 pub mod semver;
+
+pub use error::{BundleInfoError, TemplateError};
+pub use go_decode::GoDecodeError;
 
 use std::path::{Path, PathBuf};
 
@@ -95,19 +99,20 @@ pub struct TemplateArgs {
 }
 
 /// Runs `catalog template`: the rendered catalog as text, or an error naming the file.
-pub fn run(args: &TemplateArgs) -> Result<String, String> {
+pub fn run(args: &TemplateArgs) -> Result<String, TemplateError> {
     let (kind, file) = match &args.args[..] {
         [file] => match TemplateKind::from_type(file) {
             Some(kind) => (Some(kind), "-".to_string()),
             None => (None, file.clone()),
         },
         [kind, file] => (
-            Some(TemplateKind::from_type(kind).ok_or_else(|| {
-                format!("invalid template type {kind:?}, must be one of: [basic semver]")
-            })?),
+            Some(
+                TemplateKind::from_type(kind)
+                    .ok_or_else(|| TemplateError::InvalidType(kind.clone()))?,
+            ),
             file.clone(),
         ),
-        _ => return Err("expected [TYPE] FILE".into()),
+        _ => return Err(TemplateError::Usage),
     };
     let mut sources = BundleSources::new(args.plain_http);
     for spec in &args.bundle_sources {
@@ -119,8 +124,13 @@ pub fn run(args: &TemplateArgs) -> Result<String, String> {
         TemplateFormat::Json => CatalogFormat::Json.write(&config),
         TemplateFormat::Yaml => CatalogFormat::Yaml.write(&config),
         TemplateFormat::Mermaid => {
-            let graph = super::graph::UpgradeGraph::from_declcfg(&config, None)
-                .map_err(|e| format!("{}: writing output: {e}", path.display()))?;
+            let graph =
+                super::graph::UpgradeGraph::from_declcfg(&config, None).map_err(|error| {
+                    TemplateError::WritingGraph {
+                        path: path.clone(),
+                        error,
+                    }
+                })?;
             super::graph::mermaid::write(&graph, true)
         }
     })
@@ -132,17 +142,21 @@ pub fn render_file(
     kind: Option<TemplateKind>,
     path: &Path,
     sources: &BundleSources,
-) -> Result<DeclarativeConfig, String> {
+) -> Result<DeclarativeConfig, TemplateError> {
     let text = if path.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).map_err(|e| format!("standard input: {e}"))?
+        std::io::read_to_string(std::io::stdin()).map_err(TemplateError::Stdin)?
     } else {
-        std::fs::read_to_string(path)
-            .map_err(|e| format!("unable to open {:?}: {e}", path.display().to_string()))?
+        std::fs::read_to_string(path).map_err(|error| TemplateError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?
     };
-    let named = |e: String| format!("{}: {e}", path.display());
+    let named = |error: TemplateError| TemplateError::In {
+        path: path.to_path_buf(),
+        error: Box::new(error),
+    };
     // Like opm, only the first document of the file is the template.
-    let document = read_stream(path, &text)
-        .map_err(|e| e.to_string())?
+    let document = read_stream(path, &text)?
         .into_iter()
         .next()
         .map(|d| d.value)
@@ -153,29 +167,19 @@ pub fn render_file(
             // Go's decoder: `Schema:` is found as well as `schema:`.
             let schema = go_decode::GoObject::new(&document, "struct { Schema string }")
                 .and_then(|o| o.string("schema"))
-                .map_err(|e| {
-                    named(format!(
-                        "auto-detecting template type: unmarshalling template schema: {e}"
-                    ))
-                })?;
+                .map_err(|e| named(TemplateError::DetectDecode(e)))?;
             if schema.is_empty() {
-                return Err(named(
-                    "auto-detecting template type: template input missing required 'schema' field"
-                        .into(),
-                ));
+                return Err(named(TemplateError::DetectMissing));
             }
-            TemplateKind::from_schema(&schema).ok_or_else(|| {
-                named(format!(
-                    "auto-detecting template type: unknown template schema: {schema}"
-                ))
-            })?
+            TemplateKind::from_schema(&schema)
+                .ok_or_else(|| named(TemplateError::DetectUnknown(schema.clone())))?
         }
     };
     let rendered = match kind {
         TemplateKind::Basic => basic::render(&document, sources),
         TemplateKind::Semver => semver::parse(&document)
-            .map_err(|e| format!("render: unable to read file: {e}"))
+            .map_err(|e| TemplateError::ReadFile(Box::new(e)))
             .and_then(|template| semver::render(&template, sources)),
     };
-    rendered.map_err(|e| named(format!("rendering template: {e}")))
+    rendered.map_err(|e| named(TemplateError::Rendering(Box::new(e))))
 }

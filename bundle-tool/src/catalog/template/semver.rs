@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use semver::Version;
 use serde_json::Value;
 
-use super::go_decode::GoObject;
+use super::go_decode::{GoDecodeError, GoObject};
+use super::{BundleInfoError, TemplateError};
 use crate::catalog::bundle_source::BundleSources;
 use crate::catalog::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Icon, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
@@ -106,14 +107,11 @@ impl SemverTemplate {
 /// Parses the template document strictly (unknown keys are errors, as opm's
 /// `yaml.UnmarshalStrict`), applying opm's defaults: minor channels when neither kind is asked
 /// for, and the default-channel preference following what is generated.
-pub fn parse(document: &Value) -> Result<SemverTemplate, String> {
-    let decoded = decode(document)
-        .map_err(|e| format!("error unmarshaling JSON: while decoding JSON: {e}"))?;
+pub fn parse(document: &Value) -> Result<SemverTemplate, TemplateError> {
+    let decoded = decode(document).map_err(TemplateError::SemverDecode)?;
     let (schema, generate_major, mut generate_minor, preference, bundles) = decoded;
     if schema != SCHEMA {
-        return Err(format!(
-            "readFile: input file has unknown schema, should be {SCHEMA:?}"
-        ));
+        return Err(TemplateError::SemverSchema);
     }
     if !generate_major && !generate_minor {
         generate_minor = true;
@@ -122,17 +120,15 @@ pub fn parse(document: &Value) -> Result<SemverTemplate, String> {
         "" if generate_minor => StreamKind::Minor,
         "" => StreamKind::Major,
         "minor" if !generate_minor => {
-            return Err("schema attribute mismatch: DefaultChannelTypePreference set to 'minor' doesn't make sense if not generating minor-version channels".into());
+            return Err(TemplateError::MinorPreferenceWithoutMinor);
         }
         "major" if !generate_major => {
-            return Err("schema attribute mismatch: DefaultChannelTypePreference set to 'major' doesn't make sense if not generating major-version channels".into());
+            return Err(TemplateError::MajorPreferenceWithoutMajor);
         }
         "minor" => StreamKind::Minor,
         "major" => StreamKind::Major,
         other => {
-            return Err(format!(
-                "unknown DefaultChannelTypePreference: {other:?}\nValid values are 'major' or 'minor'"
-            ));
+            return Err(TemplateError::UnknownPreference(other.to_string()));
         }
     };
     Ok(SemverTemplate {
@@ -147,7 +143,7 @@ pub fn parse(document: &Value) -> Result<SemverTemplate, String> {
 /// flags, the preference as written, and the bundle images per archetype.
 type DecodedTemplate = (String, bool, bool, String, BTreeMap<Archetype, Vec<String>>);
 
-fn decode(document: &Value) -> Result<DecodedTemplate, String> {
+fn decode(document: &Value) -> Result<DecodedTemplate, GoDecodeError> {
     let top = GoObject::new(document, "semver.SemverTemplateData")?;
     top.reject_unknown(&[
         "schema",
@@ -239,7 +235,7 @@ struct Placement {
 pub fn render(
     template: &SemverTemplate,
     sources: &BundleSources,
-) -> Result<DeclarativeConfig, String> {
+) -> Result<DeclarativeConfig, TemplateError> {
     let mut rendered: Vec<Bundle> = Vec::new();
     let mut seen = BTreeSet::new();
     for image in template.bundles.values().flatten() {
@@ -248,13 +244,13 @@ pub fn render(
         }
     }
     if rendered.is_empty() {
-        return Err("render: no bundles specified or no bundles could be rendered".into());
+        return Err(TemplateError::NoBundles);
     }
     let mut package = String::new();
     let mut by_archetype = BTreeMap::new();
     for (archetype, images) in &template.bundles {
-        let versions = versions_of(images, &rendered, &mut package)
-            .map_err(|e| format!("render: unable to post-process bundle info: {e}"))?;
+        let versions =
+            versions_of(images, &rendered, &mut package).map_err(TemplateError::PostProcess)?;
         by_archetype.insert(*archetype, versions);
     }
     let (channels, default_channel) = generate_channels(template, &package, &by_archetype);
@@ -282,42 +278,41 @@ fn versions_of(
     images: &[String],
     rendered: &[Bundle],
     package: &mut String,
-) -> Result<Vec<VersionedBundle>, String> {
+) -> Result<Vec<VersionedBundle>, BundleInfoError> {
     let mut out: Vec<VersionedBundle> = Vec::new();
     for image in images {
-        let bundle = rendered.iter().find(|b| &b.image == image).ok_or_else(|| {
-            format!("supplied bundle image name {image:?} not found in rendered bundle images")
-        })?;
+        let bundle = rendered
+            .iter()
+            .find(|b| &b.image == image)
+            .ok_or_else(|| BundleInfoError::NotRendered(image.clone()))?;
         let packages: Vec<&crate::catalog::declcfg::RawJson> = bundle
             .properties
             .iter()
-            .filter(|p| p.type_ == "olm.package")
+            .filter(|p| p.type_ == crate::olm_property::PACKAGE)
             .map(|p| &p.value)
             .collect();
         let [property] = packages[..] else {
-            return Err(format!(
-                "bundle {:?} has multiple \"olm.package\" properties, expected exactly 1",
-                bundle.name
-            ));
+            return Err(BundleInfoError::PackageProperties(bundle.name.clone()));
         };
         let text = |key: &str| property.str_field(key).unwrap_or_default();
-        let version = crate::version_range::parse_version(&text("version")).map_err(|e| {
-            format!(
-                "bundle {:?} has invalid version {:?}: {e}",
-                bundle.name,
-                text("version")
-            )
+        let version = crate::version_range::parse_version(&text("version")).map_err(|problem| {
+            BundleInfoError::Version {
+                bundle: bundle.name.clone(),
+                version: text("version"),
+                problem,
+            }
         })?;
         let package_name = text("packageName");
         if package.is_empty() {
             *package = package_name;
         } else if &package_name != package {
-            return Err(format!(
-                "bundle {package_name:?} does not belong to this package: {package:?}"
-            ));
+            return Err(BundleInfoError::OtherPackage {
+                bundle_package: package_name,
+                package: package.clone(),
+            });
         }
         if out.iter().any(|b| b.name == bundle.name) {
-            return Err(format!("duplicate bundle name {:?}", bundle.name));
+            return Err(BundleInfoError::DuplicateBundle(bundle.name.clone()));
         }
         out.push(VersionedBundle {
             name: bundle.name.clone(),
@@ -328,7 +323,7 @@ fn versions_of(
     Ok(out)
 }
 
-fn reject_build_metadata_twins(bundles: &[VersionedBundle]) -> Result<(), String> {
+fn reject_build_metadata_twins(bundles: &[VersionedBundle]) -> Result<(), BundleInfoError> {
     let mut seen = BTreeSet::new();
     let mut problems = Vec::new();
     for bundle in bundles {
@@ -344,14 +339,8 @@ fn reject_build_metadata_twins(bundles: &[VersionedBundle]) -> Result<(), String
     }
     match problems.len() {
         0 => Ok(()),
-        1 => Err(format!(
-            "encountered bundle versions which differ only by build metadata, which cannot be ordered: {}",
-            problems[0]
-        )),
-        _ => Err(format!(
-            "encountered bundle versions which differ only by build metadata, which cannot be ordered: [{}]",
-            problems.join(", ")
-        )),
+        1 => Err(BundleInfoError::BuildMetadataTwin(problems.remove(0))),
+        _ => Err(BundleInfoError::BuildMetadataTwins(problems)),
     }
 }
 
@@ -557,12 +546,17 @@ mod tests {
     fn strict_parse_rejects_unknown_keys_and_mismatched_preferences() {
         let unknown = serde_json::json!({"schema": SCHEMA, "avoidSkipPatch": true});
         assert_eq!(
-            parse(&unknown).unwrap_err(),
+            parse(&unknown).unwrap_err().to_string(),
             "error unmarshaling JSON: while decoding JSON: json: unknown field \"avoidSkipPatch\""
         );
         let mismatch = serde_json::json!({"Schema": SCHEMA, "GenerateMajorChannels": true,
             "defaultChannelTypePreference": "minor"});
-        assert!(parse(&mismatch).unwrap_err().contains("set to 'minor'"));
+        assert!(
+            parse(&mismatch)
+                .unwrap_err()
+                .to_string()
+                .contains("set to 'minor'")
+        );
         let defaults = parse(&serde_json::json!({"schema": SCHEMA})).unwrap();
         assert!(defaults.generate_minor && !defaults.generate_major);
     }

@@ -8,13 +8,17 @@ use std::sync::atomic::AtomicU8;
 use base64::Engine;
 use serde_json::Value;
 
+use super::encoding::{BaseFields, write_base};
 use super::hot::HotBundles;
-use super::property::{bundle_object_json, is_csv, opm_property_json, string_fields};
+use super::property::{
+    BundleObjectError, bundle_object_json, is_csv, opm_property_json, string_fields,
+};
 use super::{
     BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, IndexArrays, PackageEntry,
-    Span, put_field,
+    Span,
 };
-use crate::catalog::model::{self, Model};
+use crate::catalog::model::{self, HeadError, Model};
+use crate::olm_property;
 use crate::serve::spill::SpillWriter;
 
 /// Whether a bundle is served inline (empty bundle path, manifests embedded).
@@ -28,20 +32,60 @@ pub enum Inline {
     Rendered(Vec<String>),
 }
 
+/// Why a model could not be indexed.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The spill file could not be written.
+    #[error("spill file: {0}")]
+    Spill(std::io::Error),
+    /// More names, bundles or bytes than 32-bit positions reach.
+    #[error("catalog too large to index")]
+    TooLarge,
+    /// A channel without a single head (validation lets none through).
+    #[error(transparent)]
+    Head(#[from] HeadError),
+    /// A channel whose head is not among its members (a bug if it happens).
+    #[error("channel {0:?}: head not found")]
+    HeadNotFound(String),
+    /// A bundle with more than one `olm.csv.metadata`.
+    #[error("expected at most 1 property of type \"olm.csv.metadata\", found {0}")]
+    CsvMetadataCount(usize),
+    /// An `olm.bundle.object` that cannot be served.
+    #[error(transparent)]
+    BundleObject(#[from] BundleObjectError),
+}
+
+/// [`IndexError`], or why a bundle's manifests could not be had for inline serving: `E` is
+/// the error of the caller's way of finding them.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexBuildError<E: std::error::Error> {
+    /// The index itself.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A bundle's manifests for inline serving.
+    #[error("bundle {bundle:?}: {error}")]
+    Inline {
+        /// The bundle.
+        bundle: String,
+        /// Why its manifests could not be had.
+        error: E,
+    },
+}
+
 impl CatalogIndex {
     /// Builds the index from a validated model; `inline` decides, bundle by bundle, whether
     /// it is served inline; `answer_memory` is how many bytes of repeated answers it may keep
     /// in memory.
-    pub fn build(
+    pub fn build<E: std::error::Error>(
         model: Model,
-        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
+        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, E>,
         answer_memory: usize,
-    ) -> Result<CatalogIndex, String> {
+    ) -> Result<CatalogIndex, IndexBuildError<E>> {
         let mut builder = Builder::new()?;
         for (name, package) in model.packages {
             builder.package(name, package, inline)?;
         }
-        builder.finish(answer_memory)
+        Ok(builder.finish(answer_memory)?)
     }
 }
 
@@ -56,18 +100,15 @@ struct Builder {
     scratch: Vec<u8>,
 }
 
-fn spill_error(e: std::io::Error) -> String {
-    format!("spill file: {e}")
-}
-
-fn position(len: usize) -> Result<u32, String> {
-    u32::try_from(len).map_err(|_| "catalog too large to index".to_string())
+/// A position in one of the index's arrays.
+fn position(len: usize) -> Result<u32, IndexError> {
+    u32::try_from(len).map_err(|_| IndexError::TooLarge)
 }
 
 impl Builder {
-    fn new() -> Result<Self, String> {
+    fn new() -> Result<Self, IndexError> {
         Ok(Builder {
-            spill: SpillWriter::new().map_err(spill_error)?,
+            spill: SpillWriter::new().map_err(IndexError::Spill)?,
             index: IndexArrays::default(),
             channel_packages: Vec::new(),
             api_positions: HashMap::new(),
@@ -76,7 +117,7 @@ impl Builder {
     }
 
     /// Stores a name in the text buffer.
-    fn text(&mut self, text: &str) -> Result<Span, String> {
+    fn text(&mut self, text: &str) -> Result<Span, IndexError> {
         if text.is_empty() {
             return Ok(Span::default());
         }
@@ -89,18 +130,18 @@ impl Builder {
         Ok(span)
     }
 
-    fn package(
+    fn package<E: std::error::Error>(
         &mut self,
         name: String,
         package: model::Package,
-        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, String>,
-    ) -> Result<(), String> {
+        inline: &mut dyn FnMut(&model::Bundle) -> Result<Inline, E>,
+    ) -> Result<(), IndexBuildError<E>> {
         let package_position = position(self.index.packages.len())?;
         let channels_start = position(self.index.channels.len())?;
         // A bundle in several channels becomes one record.
         let mut records: HashMap<String, u32> = HashMap::new();
         for (channel_name, channel) in package.channels {
-            let head_name = channel.head()?.name.clone();
+            let head_name = channel.head().map_err(IndexError::from)?.name.clone();
             let channel_position = position(self.index.channels.len())?;
             let members_start = position(self.index.members.len())?;
             let mut head = None;
@@ -109,7 +150,10 @@ impl Builder {
                     Some(record) => *record,
                     None => {
                         let decision =
-                            inline(&bundle).map_err(|e| format!("bundle {bundle_name:?}: {e}"))?;
+                            inline(&bundle).map_err(|error| IndexBuildError::Inline {
+                                bundle: bundle_name.clone(),
+                                error,
+                            })?;
                         let record = self.bundle(package_position, &name, &bundle, decision)?;
                         records.insert(bundle_name.clone(), record);
                         record
@@ -137,7 +181,9 @@ impl Builder {
                 self.index.members.push(member);
                 self.index.listing.push((channel_position, member_position));
             }
-            let head = head.ok_or_else(|| format!("channel {channel_name:?}: head not found"))?;
+            let Some(head) = head else {
+                return Err(IndexError::HeadNotFound(channel_name).into());
+            };
             self.index.channels.push(ChannelEntry {
                 name: channel_name,
                 deprecation: channel.deprecation,
@@ -170,7 +216,7 @@ impl Builder {
     }
 
     /// The position of a provided API, added when new.
-    fn api(&mut self, gvk: [String; 3]) -> Result<u32, String> {
+    fn api(&mut self, gvk: [String; 3]) -> Result<u32, IndexError> {
         if let Some(found) = self.api_positions.get(&gvk) {
             return Ok(*found);
         }
@@ -192,7 +238,7 @@ impl Builder {
         package_name: &str,
         bundle: &model::Bundle,
         inline: Inline,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, IndexError> {
         let mut provided = Vec::new();
         let mut required = Vec::new();
         let mut dependencies = Vec::new();
@@ -204,24 +250,25 @@ impl Builder {
             let raw = property.value.as_str();
             match property.type_.as_ref() {
                 // Read again only by the CSV synthesis, which parses the text itself.
-                "olm.csv.metadata" => {
+                olm_property::CSV_METADATA => {
                     metadata.push(raw);
                     continue;
                 }
-                "olm.bundle.object" => {
+                olm_property::BUNDLE_OBJECT => {
                     objects.push(bundle_object_json(raw)?);
                     continue;
                 }
-                "olm.package" => {
+                olm_property::PACKAGE => {
                     let [found] = string_fields(raw, ["version"]);
                     version = found;
                 }
-                "olm.gvk" => provided.push(string_fields(raw, ["group", "version", "kind"])),
-                "olm.gvk.required" => {
-                    required.push(string_fields(raw, ["group", "version", "kind"]));
-                    dependencies.push(("olm.gvk", opm_property_json(raw)));
+                olm_property::GVK => provided.push(string_fields(raw, olm_property::GVK_FIELDS)),
+                olm_property::GVK_REQUIRED => {
+                    required.push(string_fields(raw, olm_property::GVK_FIELDS));
+                    // opm's dependency types are the provided types' names.
+                    dependencies.push((olm_property::GVK, opm_property_json(raw)));
                 }
-                "olm.package.required" => {
+                olm_property::PACKAGE_REQUIRED => {
                     // Encoded like opm: the struct's field order, no HTML escaping.
                     let [name, range] = string_fields(raw, ["packageName", "versionRange"]);
                     let value = format!(
@@ -229,7 +276,7 @@ impl Builder {
                         Value::String(name),
                         Value::String(range)
                     );
-                    dependencies.push(("olm.package", Cow::Owned(value)));
+                    dependencies.push((olm_property::PACKAGE, Cow::Owned(value)));
                 }
                 _ => {}
             }
@@ -237,10 +284,7 @@ impl Builder {
             properties.push((property.type_.as_ref(), opm_property_json(raw)));
         }
         if metadata.len() > 1 {
-            return Err(format!(
-                "expected at most 1 property of type \"olm.csv.metadata\", found {}",
-                metadata.len()
-            ));
+            return Err(IndexError::CsvMetadataCount(metadata.len()));
         }
         let mut image = bundle.image.clone();
         match inline {
@@ -254,7 +298,10 @@ impl Builder {
         let csv_position = objects.iter().position(|o| is_csv(o));
         let objects_start = position(self.index.objects.len())?;
         for object in &objects {
-            let blob = self.spill.append(object.as_bytes()).map_err(spill_error)?;
+            let blob = self
+                .spill
+                .append(object.as_bytes())
+                .map_err(IndexError::Spill)?;
             self.index.objects.push(blob);
         }
         let csv = match (csv_position, metadata.first()) {
@@ -262,7 +309,11 @@ impl Builder {
             (None, Some(metadata)) => {
                 self.scratch.clear();
                 write_synthesis_input(&mut self.scratch, metadata, bundle);
-                CsvSource::Metadata(self.spill.append(&self.scratch).map_err(spill_error)?)
+                CsvSource::Metadata(
+                    self.spill
+                        .append(&self.scratch)
+                        .map_err(IndexError::Spill)?,
+                )
             }
             (None, None) => CsvSource::None,
         };
@@ -282,7 +333,10 @@ impl Builder {
                 deprecation: bundle.deprecation.as_deref(),
             },
         );
-        let base = self.spill.append(&self.scratch).map_err(spill_error)?;
+        let base = self
+            .spill
+            .append(&self.scratch)
+            .map_err(IndexError::Spill)?;
         let provides_start = position(self.index.provided.len())?;
         let provides_len = position(provided.len())?;
         for gvk in provided {
@@ -308,7 +362,7 @@ impl Builder {
         position(self.index.bundles.len() - 1)
     }
 
-    fn finish(mut self, answer_memory: usize) -> Result<CatalogIndex, String> {
+    fn finish(mut self, answer_memory: usize) -> Result<CatalogIndex, IndexError> {
         // opm's bundle store is ordered by (channel, package, name).
         let key = |&(channel, member): &(u32, u32)| {
             let package = self.channel_packages[channel as usize] as usize;
@@ -337,7 +391,7 @@ impl Builder {
         arrays.apis.shrink_to_fit();
         arrays.listing.shrink_to_fit();
         Ok(CatalogIndex {
-            spill: self.spill.finish().map_err(spill_error)?,
+            spill: self.spill.finish().map_err(IndexError::Spill)?,
             arrays,
             hot: HotBundles::new(answer_memory),
         })
@@ -371,132 +425,4 @@ fn write_synthesis_input(out: &mut Vec<u8>, metadata: &str, bundle: &model::Bund
         out.push(b']');
     }
     out.extend_from_slice(b"]}");
-}
-
-/// The fields of a bundle's `api.Bundle` that every answer shares (the stored base).
-struct BaseFields<'a> {
-    csv_name: &'a str,
-    package: &'a str,
-    bundle_path: &'a str,
-    provided: &'a [[String; 3]],
-    required: &'a [[String; 3]],
-    version: &'a str,
-    /// (type, value) of each dependency.
-    dependencies: &'a [(&'a str, Cow<'a, str>)],
-    /// (type, value) of each property.
-    properties: &'a [(&'a str, Cow<'a, str>)],
-    deprecation: Option<&'a str>,
-}
-
-/// Encodes the base as prost encodes an `api.Bundle` holding just these fields (in field
-/// number order, empty scalars left out), without building the message: at start-up that
-/// is 20,000 messages of owned strings for the generated catalog.
-fn write_base(out: &mut Vec<u8>, base: &BaseFields) {
-    put_field(out, 1, base.csv_name.as_bytes(), false);
-    put_field(out, 2, base.package.as_bytes(), false);
-    put_field(out, 6, base.bundle_path.as_bytes(), false);
-    for (tag, apis) in [(7, base.provided), (8, base.required)] {
-        for [group, version, kind] in apis {
-            put_message(out, tag, &[(1, group), (2, version), (3, kind)]);
-        }
-    }
-    put_field(out, 9, base.version.as_bytes(), false);
-    for (tag, entries) in [(11, base.dependencies), (12, base.properties)] {
-        for (type_, value) in entries {
-            put_message(out, tag, &[(1, type_), (2, value)]);
-        }
-    }
-    if let Some(message) = base.deprecation {
-        put_message(out, 15, &[(1, message)]);
-    }
-}
-
-/// Appends an embedded message of string fields (empty ones left out).
-fn put_message(out: &mut Vec<u8>, tag: u32, fields: &[(u32, &str)]) {
-    use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len};
-    let len: usize = fields
-        .iter()
-        .filter(|(_, text)| !text.is_empty())
-        .map(|(tag, text)| key_len(*tag) + encoded_len_varint(text.len() as u64) + text.len())
-        .sum();
-    encode_key(tag, prost::encoding::WireType::LengthDelimited, out);
-    encode_varint(len as u64, out);
-    for (tag, text) in fields {
-        put_field(out, *tag, text.as_bytes(), false);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::serve::api;
-
-    #[test]
-    fn the_base_is_encoded_as_prost_encodes_the_message() {
-        let gvk = |g: &str, v: &str, k: &str| [g.to_string(), v.to_string(), k.to_string()];
-        let provided = [gvk("example.com", "v1", "Thing"), gvk("", "v1", "Other")];
-        let required = [gvk("other.io", "v1beta1", "Need")];
-        let dependencies = [("olm.gvk", Cow::Borrowed(r#"{"group":"other.io"}"#))];
-        let properties = [
-            (
-                "olm.package",
-                Cow::Borrowed(r#"{"packageName":"p","version":"1.0.0"}"#),
-            ),
-            ("olm.empty", Cow::Borrowed("")),
-        ];
-        for (path, deprecation) in [("quay.io/x:1", None), ("", Some("gone")), ("", Some(""))] {
-            let mut out = Vec::new();
-            write_base(
-                &mut out,
-                &BaseFields {
-                    csv_name: "p.v1.0.0",
-                    package: "p",
-                    bundle_path: path,
-                    provided: &provided,
-                    required: &required,
-                    version: "1.0.0",
-                    dependencies: &dependencies,
-                    properties: &properties,
-                    deprecation,
-                },
-            );
-            let api_gvk = |[g, v, k]: &[String; 3]| api::GroupVersionKind {
-                group: g.clone(),
-                version: v.clone(),
-                kind: k.clone(),
-                plural: String::new(),
-            };
-            let message = api::Bundle {
-                csv_name: "p.v1.0.0".into(),
-                package_name: "p".into(),
-                bundle_path: path.into(),
-                provided_apis: provided.iter().map(api_gvk).collect(),
-                required_apis: required.iter().map(api_gvk).collect(),
-                version: "1.0.0".into(),
-                dependencies: dependencies
-                    .iter()
-                    .map(|(t, v)| api::Dependency {
-                        r#type: t.to_string(),
-                        value: v.to_string(),
-                    })
-                    .collect(),
-                properties: properties
-                    .iter()
-                    .map(|(t, v)| api::Property {
-                        r#type: t.to_string(),
-                        value: v.to_string(),
-                    })
-                    .collect(),
-                deprecation: deprecation.map(|m| api::Deprecation {
-                    message: m.to_string(),
-                }),
-                ..Default::default()
-            };
-            assert_eq!(
-                out,
-                prost::Message::encode_to_vec(&message),
-                "{deprecation:?}"
-            );
-        }
-    }
 }

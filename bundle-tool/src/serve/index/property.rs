@@ -132,23 +132,42 @@ impl<'de, const N: usize> Visitor<'de> for StringFields<'_, N> {
     }
 }
 
+/// Why an `olm.bundle.object` cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleObjectError {
+    /// The stored value is not JSON (a bug of the loader if it happens).
+    #[error("{0}")]
+    Value(serde_json::Error),
+    /// No `data` string.
+    #[error("olm.bundle.object without data")]
+    NoData,
+    /// `data` is not base64.
+    #[error("olm.bundle.object data is not base64: {0}")]
+    Base64(base64::DecodeError),
+    /// The decoded data is not UTF-8.
+    #[error("olm.bundle.object: {0}")]
+    Utf8(std::string::FromUtf8Error),
+    /// The decoded data is neither JSON nor YAML.
+    #[error("olm.bundle.object is neither JSON nor YAML: {0}")]
+    Yaml(serde_saphyr::Error),
+}
+
 /// An `olm.bundle.object` as opm serves it: JSON data passes through as written, YAML becomes
 /// JSON (keys sorted, Go's escaping).
-pub fn bundle_object_json(raw: &str) -> Result<String, String> {
-    let value: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+pub fn bundle_object_json(raw: &str) -> Result<String, BundleObjectError> {
+    let value: Value = serde_json::from_str(raw).map_err(BundleObjectError::Value)?;
     let data = value
         .get("data")
         .and_then(Value::as_str)
-        .ok_or("olm.bundle.object without data")?;
+        .ok_or(BundleObjectError::NoData)?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.trim())
-        .map_err(|e| format!("olm.bundle.object data is not base64: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| format!("olm.bundle.object: {e}"))?;
+        .map_err(BundleObjectError::Base64)?;
+    let text = String::from_utf8(bytes).map_err(BundleObjectError::Utf8)?;
     if text.trim_start().starts_with('{') {
         return Ok(text);
     }
-    let value: Value = serde_saphyr::from_str(&text)
-        .map_err(|e| format!("olm.bundle.object is neither JSON nor YAML: {e}"))?;
+    let value: Value = serde_saphyr::from_str(&text).map_err(BundleObjectError::Yaml)?;
     Ok(go_json(&value))
 }
 
