@@ -105,13 +105,11 @@ mod tests {
     fn reads_every_gzip_member_of_a_layer() {
         // Two members: the first holds one entry and no end-of-archive blocks, the second
         // the next entry and the end (how the catalog image is made).
-        let whole = {
-            let mut gz =
-                flate2::read::GzDecoder::new(&layer(&[("a/first", tar::EntryType::Regular)])[..]);
-            let mut tar = Vec::new();
-            gz.read_to_end(&mut tar).unwrap();
-            tar
-        };
+        let one = layer(&[("a/first", tar::EntryType::Regular)]);
+        let mut whole = Vec::new();
+        flate2::read::GzDecoder::new(&one[..])
+            .read_to_end(&mut whole)
+            .unwrap();
         let first_entry = &whole[..1024]; // one header block and one data block
         let second = layer(&[("a/second", tar::EntryType::Regular)]);
         let mut two = Vec::new();
