@@ -140,7 +140,7 @@ impl LayerCache {
                 kept.push((modified, entry.path()));
             }
         }
-        kept.sort_by(|a, b| b.0.cmp(&a.0));
+        kept.sort_by_key(|entry| std::cmp::Reverse(entry.0));
         for (_, path) in kept.into_iter().skip(KEEP) {
             let _ = std::fs::remove_file(path);
         }
