@@ -227,19 +227,62 @@ pub fn program_with_libraries(program: &Path) -> io::Result<Vec<RootfsEntry>> {
     Ok(entries)
 }
 
+/// Whether the ELF file `program` names a program interpreter (a `PT_INTERP` program
+/// header: the dynamic loader), read from its headers; `None` when it is not a little-endian
+/// ELF file (a script, say).
+fn has_interpreter(program: &Path) -> io::Result<Option<bool>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const PT_INTERP: u32 = 3;
+    let mut file = std::fs::File::open(program)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", program.display())))?;
+    let mut header = [0u8; 64];
+    let read = file.read(&mut header)?;
+    if read < 52 || &header[..4] != b"\x7fELF" || header[5] != 1 {
+        return Ok(None);
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]) as u64;
+    let u32_at = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    let (offset, size, count) = match header[4] {
+        1 => (u32_at(0x1c) as u64, u16_at(0x2a), u16_at(0x2c)),
+        2 if read >= 64 => (
+            u64::from_le_bytes(header[0x20..0x28].try_into().expect("8 bytes")),
+            u16_at(0x36),
+            u16_at(0x38),
+        ),
+        _ => return Ok(None),
+    };
+    if size < 4 {
+        return Ok(None);
+    }
+    for index in 0..count {
+        file.seek(SeekFrom::Start(offset + index * size))?;
+        let mut kind = [0u8; 4];
+        file.read_exact(&mut kind)?;
+        if u32::from_le_bytes(kind) == PT_INTERP {
+            return Ok(Some(true));
+        }
+    }
+    Ok(Some(false))
+}
+
 /// The absolute paths of the shared objects `ldd` resolves for `program`; empty for a
 /// statically linked one.
+///
+/// Whether it is static comes from its ELF headers, not from `ldd`: an `ldd` whose helper
+/// process dies says "not a dynamic executable" too, and an image built on that would
+/// silently lack the program's libraries (seen in the crash-safety harness, whose injected
+/// SIGKILL can land in `ldd`'s child).
 fn shared_libraries(program: &Path) -> io::Result<Vec<PathBuf>> {
+    if has_interpreter(program)? != Some(true) {
+        return Ok(Vec::new());
+    }
     let output = Command::new("ldd")
         .arg(program)
         .output()
         .map_err(|e| io::Error::new(e.kind(), format!("running ldd: {e}")))?;
     let text = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    if text.contains("not a dynamic executable") || stderr.contains("not a dynamic executable") {
-        return Ok(Vec::new());
-    }
-    if !output.status.success() {
+    if !output.status.success() || text.contains("not a dynamic executable") {
         return Err(io::Error::other(format!(
             "ldd {}: {}",
             program.display(),
@@ -337,6 +380,26 @@ mod tests {
             mode: 0o755,
         };
         assert!(build_rootfs_image(&[twice.clone(), twice], &ContainerConfig::default()).is_err());
+    }
+
+    #[test]
+    fn static_and_dynamic_programs_are_told_apart_by_their_headers() {
+        assert_eq!(has_interpreter(Path::new("/bin/ls")).unwrap(), Some(true));
+        // busybox-static (a test-command package) has no interpreter.
+        assert_eq!(
+            has_interpreter(Path::new("/bin/busybox")).unwrap(),
+            Some(false)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        assert_eq!(has_interpreter(&script).unwrap(), None);
+        assert!(
+            program_with_libraries(Path::new("/bin/busybox"))
+                .unwrap()
+                .len()
+                == 1
+        );
     }
 
     #[test]
