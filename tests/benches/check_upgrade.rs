@@ -23,15 +23,7 @@ const REPEAT: usize = 20;
 const ROUNDS: usize = 5;
 
 fn pairs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../bundle-tool/tests/fixtures/upgrade/crd-pairs");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
+    e2e::upgrade_pairs::pair_dirs("crd-pairs")
 }
 
 fn read_one(path: &Path) -> serde_json::Value {

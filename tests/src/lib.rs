@@ -29,6 +29,7 @@ mod process;
 mod provisioner;
 mod registry;
 pub mod registry_server;
+pub mod upgrade_pairs;
 pub mod validate_report;
 
 pub(crate) use control_plane::client_from as control_plane_client;

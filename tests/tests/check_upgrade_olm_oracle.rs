@@ -8,7 +8,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use bundle_tool::upgrade::cr_validation;
 use bundle_tool::upgrade::crd_rules::{Crd, check_crd};
@@ -18,15 +17,7 @@ use kube::api::ApiResource;
 use serde_json::Value;
 
 fn pairs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../bundle-tool/tests/fixtures/upgrade/olm-pairs");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("pairs folder")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
+    e2e::upgrade_pairs::pair_dirs("olm-pairs")
 }
 
 fn read_all(path: &Path) -> Vec<Value> {
@@ -65,17 +56,7 @@ fn refusals_equal_olm_v0s_own_checks() -> anyhow::Result<()> {
     let oracle = Assets::locate()?.program("OLM_CRD_ORACLE", "olm-crd-oracle")?;
     let dirs = pairs();
     assert!(dirs.len() >= 15, "only {} pairs", dirs.len());
-    let output = Command::new(&oracle).args(&dirs).output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "{} failed: {}",
-        oracle.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results: Vec<Value> = String::from_utf8(output.stdout)?
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
+    let results: Vec<Value> = e2e::upgrade_pairs::run_oracle(&oracle, &dirs)?;
     assert_eq!(results.len(), dirs.len(), "one result per pair");
     let (mut refused_objects, mut refused_storage) = (0, 0);
     for (dir, result) in dirs.iter().zip(&results) {

@@ -8,21 +8,12 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use bundle_tool::upgrade::crd_rules::{Crd, check_crd, is_crd_wide};
 use e2e::assets::Assets;
 
 fn pairs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../bundle-tool/tests/fixtures/upgrade/crd-pairs");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("pairs folder")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
+    e2e::upgrade_pairs::pair_dirs("crd-pairs")
 }
 
 fn read_one(path: &Path) -> serde_json::Value {
@@ -72,17 +63,7 @@ fn verdicts_and_rules_equal_operator_controllers_preflight() -> anyhow::Result<(
     let oracle = Assets::locate()?.program("CRD_PREFLIGHT", "crd-preflight-oracle")?;
     let dirs = pairs();
     assert!(dirs.len() >= 30, "only {} pairs", dirs.len());
-    let output = Command::new(&oracle).args(&dirs).output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "{} failed: {}",
-        oracle.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results: Vec<serde_json::Value> = String::from_utf8(output.stdout)?
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
+    let results: Vec<serde_json::Value> = e2e::upgrade_pairs::run_oracle(&oracle, &dirs)?;
     assert_eq!(results.len(), dirs.len(), "one result per pair");
     let (mut unsafe_pairs, mut lines_compared) = (0, 0);
     for (dir, result) in dirs.iter().zip(&results) {
