@@ -351,7 +351,23 @@ pub async fn service_address(
         .spec
         .and_then(|s| s.cluster_ip)
         .with_context(|| format!("Service {name} has no cluster IP"))?;
-    Ok(SocketAddr::new(ip.parse()?, 6379))
+    let address = SocketAddr::new(ip.parse()?, 6379);
+    // The cluster's Ready condition follows the pods' readiness; kube-proxy learns of the
+    // ready endpoints a moment later, and until then a connection to the Service is
+    // refused (its rule for a Service without endpoints is a REJECT). A client retries the
+    // same way; a Service that never gets an endpoint still fails here, after 30 s.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match tokio::net::TcpStream::connect(address).await {
+            Ok(_) => return Ok(address),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(e).with_context(|| {
+                    format!("Service {ns}/{name} at {address} still refuses after 30 s")
+                });
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
 }
 
 /// One command on a fresh connection (a Service address picks its endpoint per connection).
