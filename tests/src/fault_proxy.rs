@@ -1,12 +1,22 @@
 //! A loopback HTTP proxy that fails some requests on purpose — a 503, or a connection cut
-//! before any answer — to test that clients retry. One request per connection: the proxy
-//! reads a request, forwards it with `Connection: close`, relays the answer and closes.
+//! before any answer — to test that clients retry, or that damages every blob it relays, to
+//! test that clients verify digests. One request per connection: the proxy reads a request,
+//! forwards it with `Connection: close`, relays the answer and closes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+/// What the proxy does wrong.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Every `n`-th request (0: none) fails, alternately with a 503 and a cut connection.
+    FailEvery(usize),
+    /// Every blob download (`GET …/blobs/…`) arrives with its last byte flipped.
+    CorruptBlobs,
+}
 
 /// A running proxy; it stops with the test binary.
 pub struct FaultyProxy {
@@ -19,6 +29,16 @@ impl FaultyProxy {
     /// Proxies `127.0.0.1:<upstream>`, failing every `every`-th request (alternately with a
     /// 503 and with a cut connection).
     pub fn start(upstream: u16, every: usize) -> anyhow::Result<Self> {
+        Self::start_with(upstream, Fault::FailEvery(every))
+    }
+
+    /// Proxies `127.0.0.1:<upstream>`, flipping the last byte of every blob it relays
+    /// (counted as faults); manifests and everything else pass unchanged.
+    pub fn start_corrupting_blobs(upstream: u16) -> anyhow::Result<Self> {
+        Self::start_with(upstream, Fault::CorruptBlobs)
+    }
+
+    fn start_with(upstream: u16, fault: Fault) -> anyhow::Result<Self> {
         let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         std_listener.set_nonblocking(true)?;
         let port = std_listener.local_addr()?.port();
@@ -40,7 +60,7 @@ impl FaultyProxy {
                         };
                         let (r, f) = (r.clone(), f.clone());
                         tokio::spawn(async move {
-                            let _ = handle(client, upstream, every, r, f).await;
+                            let _ = handle(client, upstream, fault, r, f).await;
                         });
                     }
                 });
@@ -71,7 +91,7 @@ impl FaultyProxy {
 async fn handle(
     mut client: TcpStream,
     upstream: u16,
-    every: usize,
+    fault: Fault,
     requests: Arc<AtomicUsize>,
     faults: Arc<AtomicUsize>,
 ) -> anyhow::Result<()> {
@@ -105,7 +125,10 @@ async fn handle(
         buffer.extend_from_slice(&chunk[..n]);
     }
     let number = requests.fetch_add(1, Ordering::Relaxed) + 1;
-    if every > 0 && number.is_multiple_of(every) {
+    if let Fault::FailEvery(every) = fault
+        && every > 0
+        && number.is_multiple_of(every)
+    {
         let count = faults.fetch_add(1, Ordering::Relaxed);
         if count.is_multiple_of(2) {
             client
@@ -125,6 +148,22 @@ async fn handle(
     server.write_all(&forwarded).await?;
     let mut answer = Vec::new();
     server.read_to_end(&mut answer).await?;
+    let blob_download =
+        head.starts_with("GET ") && head.lines().next().is_some_and(|l| l.contains("/blobs/"));
+    if matches!(fault, Fault::CorruptBlobs) && blob_download {
+        // Only a body is damaged (the answer's head stays valid HTTP): a blob with no body
+        // is left alone and not counted.
+        let body_start = answer
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|i| i + 4);
+        if let Some(start) = body_start
+            && answer.len() > start
+        {
+            *answer.last_mut().expect("a body") ^= 0xff;
+            faults.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     // Upload locations stay right: the registry builds them from the Host header, which is
     // the proxy's.
     client.write_all(&answer).await?;

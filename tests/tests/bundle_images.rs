@@ -588,3 +588,64 @@ async fn push_all_pings_the_registry_once_for_all_bundles() -> anyhow::Result<()
     eprintln!("push-all of 3 bundles: {exchanges} exchanges");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_blob_damaged_in_transit_is_refused_and_nothing_is_unpacked() -> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let reference = format!("{}/example/damaged:v0.1.0", registry.host());
+    ok(run(
+        Command::new(e2e::bundle_tool_binary())
+            .arg("push")
+            .arg(e2e::corpus::redis_bundle())
+            .args([&reference, "--plain-http"]),
+        None,
+    ));
+    let proxy = e2e::FaultyProxy::start_corrupting_blobs(registry_port(&registry))?;
+    let through_proxy = format!("127.0.0.1:{}/example/damaged:v0.1.0", proxy.port());
+    let scratch = tempfile::tempdir()?;
+    let target = scratch.path().join("bundle");
+    let pulled = run(
+        Command::new(e2e::bundle_tool_binary())
+            .args(["pull", &through_proxy])
+            .arg(&target)
+            .arg("--plain-http"),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&pulled.stderr);
+    assert!(!pulled.status.success(), "a damaged blob was accepted");
+    assert!(
+        stderr.contains("digest"),
+        "the refusal does not name the digest: {stderr}"
+    );
+    assert!(proxy.faults() > 0, "the proxy damaged no blob");
+    assert!(
+        !target.exists() || std::fs::read_dir(&target)?.next().is_none(),
+        "files were unpacked from a damaged image"
+    );
+    // Commands that read an image the way they read a folder refuse it the same way.
+    let validated = run(
+        Command::new(e2e::bundle_tool_binary()).args(["validate", "--plain-http", &through_proxy]),
+        None,
+    );
+    assert!(!validated.status.success(), "validate read a damaged image");
+    assert!(
+        String::from_utf8_lossy(&validated.stderr).contains("digest"),
+        "{}",
+        String::from_utf8_lossy(&validated.stderr)
+    );
+    // The same image straight from the registry is whole: the damage was the proxy's.
+    ok(run(
+        Command::new(e2e::bundle_tool_binary())
+            .args(["pull", &reference])
+            .arg(&target)
+            .arg("--plain-http"),
+        None,
+    ));
+    assert!(target.join("manifests").is_dir());
+    eprintln!(
+        "damaged blobs refused: {}; pull said: {}",
+        proxy.faults(),
+        stderr.trim()
+    );
+    Ok(())
+}
