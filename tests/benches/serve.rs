@@ -155,6 +155,7 @@ fn main() {
                     let launch = Launch {
                         program: row.program.clone(),
                         cpus: cpus.clone(),
+                        ..Launch::default()
                     };
                     let extra: Vec<&str> = row.extra.iter().map(String::as_str).collect();
                     let server = RegistryServer::start_with(

@@ -32,6 +32,9 @@ pub struct Launch {
     /// A `taskset -c` CPU list the server is confined to (the benchmark keeps servers and its
     /// load generator on different CPUs).
     pub cpus: Option<String>,
+    /// A limit on the server's open files, soft and hard (`prlimit --nofile=N:N`, which execs
+    /// the server too).
+    pub open_files: Option<u64>,
 }
 
 /// A running registry server.
@@ -104,6 +107,15 @@ impl RegistryServer {
                 wrapped.push(program.display().to_string());
                 wrapped.extend(args);
                 (PathBuf::from("taskset"), wrapped)
+            }
+            None => (program, args),
+        };
+        let (program, args) = match launch.open_files {
+            Some(limit) => {
+                let mut wrapped = vec![format!("--nofile={limit}:{limit}")];
+                wrapped.push(program.display().to_string());
+                wrapped.extend(args);
+                (PathBuf::from("prlimit"), wrapped)
             }
             None => (program, args),
         };

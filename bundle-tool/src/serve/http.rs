@@ -8,18 +8,16 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
 
+use super::accept::Acceptor;
 use super::byte_ranges;
 use super::metas::MetaQuery;
 use super::state::CatalogHandle;
 
-/// Serves the view on `listener` until the task is dropped.
-pub async fn serve_http(listener: TcpListener, catalog: CatalogHandle) {
+/// Serves the view on `acceptor`'s connections until the task is dropped.
+pub async fn serve_http(mut acceptor: Acceptor, catalog: CatalogHandle) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
+        let stream = acceptor.accept().await;
         let catalog = catalog.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {

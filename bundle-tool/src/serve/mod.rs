@@ -16,6 +16,7 @@
 //! - [`load`]: catalog folder → snapshot (with `--inline-bundles`); [`metas`], [`http`]: the
 //!   HTTP view; [`reload`]: SIGHUP and file watching.
 
+pub mod accept;
 pub mod api;
 pub mod byte_ranges;
 pub mod csv;
@@ -117,6 +118,10 @@ pub enum ServeError {
 /// RPCs finish). `Err` is a start-up failure, with the validation errors of an invalid catalog.
 pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
     let started = Instant::now();
+    match accept::raise_open_files_limit() {
+        Ok(limit) => tracing::debug!(limit, "open files"),
+        Err(error) => tracing::warn!(%error, "could not raise the open files limit"),
+    }
     let snapshot = {
         let (root, options) = (config.root.clone(), config.load.clone());
         tokio::task::spawn_blocking(move || load_snapshot(&root, &options)).await??
@@ -124,24 +129,24 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
     let catalog = CatalogHandle::new(snapshot.index, snapshot.metas);
 
     let grpc_address = SocketAddr::new(config.address, config.port);
-    let listener = tokio::net::TcpListener::bind(grpc_address)
-        .await
-        .map_err(|error| ServeError::Listen {
-            address: grpc_address,
-            error,
-        })?;
+    let listener = accept::listen(grpc_address).map_err(|error| ServeError::Listen {
+        address: grpc_address,
+        error,
+    })?;
     let grpc_address = listener.local_addr().map_err(ServeError::LocalAddress)?;
 
     let http_address = match config.http_port {
         Some(port) => {
             let address = SocketAddr::new(config.address, port);
-            let http_listener = tokio::net::TcpListener::bind(address)
-                .await
-                .map_err(|error| ServeError::Listen { address, error })?;
+            let http_listener =
+                accept::listen(address).map_err(|error| ServeError::Listen { address, error })?;
             let address = http_listener
                 .local_addr()
                 .map_err(ServeError::LocalAddress)?;
-            tokio::spawn(http::serve_http(http_listener, catalog.clone()));
+            tokio::spawn(http::serve_http(
+                accept::Acceptor::new(http_listener),
+                catalog.clone(),
+            ));
             Some(address)
         }
         None => None,
@@ -183,7 +188,7 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            accept::Acceptor::new(listener).into_incoming(),
             shutdown_signal(),
         )
         .await?;
