@@ -216,6 +216,11 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let cli = Cli::parse();
+    // The other commands print only their results and errors; `RUST_LOG` (e.g. `debug`)
+    // adds their logs on standard error: registry retries, HTTP exchanges.
+    if std::env::var_os("RUST_LOG").is_some() {
+        init_logging();
+    }
     match cli.command {
         Command::Generate(args) => finish(args.run()),
         Command::Serve(args) => {
@@ -290,7 +295,8 @@ fn fail(error: &ActionError) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// The server's logs: JSON-free text on standard error, `RUST_LOG` or `info`.
+/// Logs as text on standard error, at `RUST_LOG` or `info`: always for `serve`, for the
+/// other commands when `RUST_LOG` is set.
 fn init_logging() {
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()

@@ -464,6 +464,41 @@ async fn the_password_is_on_no_command_line_and_a_new_one_rolls_the_pods() -> an
     );
     let found = scan(&second);
     assert!(found.is_empty(), "the new password is in {found:?}");
+
+    // Every log the cluster wrote (each process's, the audit log, every container's: the
+    // Redis pods', the exporters', the operator's), with both passwords as written and as a
+    // Secret's data carries them; and the custom resource's status.
+    use base64::Engine as _;
+    let b64 = |p: &str| base64::engine::general_purpose::STANDARD.encode(p);
+    let needles = vec![first.clone(), second.clone(), b64(&first), b64(&second)];
+    let logs = scan_logs(setup, &needles);
+    println!(
+        "password scan: {} log files, {} KiB, {} container logs",
+        logs.files,
+        logs.bytes / 1024,
+        logs.container_logs.len()
+    );
+    assert!(
+        logs.found.is_empty(),
+        "a log holds a password: {:?}",
+        logs.found
+    );
+    assert!(
+        logs.container_logs
+            .iter()
+            .any(|p| p.contains(&format!("{ns}_my-redis-0_")))
+            && logs
+                .container_logs
+                .iter()
+                .any(|p| p.contains(&format!("{OPERATOR_NAMESPACE}_"))),
+        "the Redis and operator container logs were not read: {:?}",
+        logs.container_logs
+    );
+    let status = serde_json::to_string(&clusters.get("my-redis").await?.status)?;
+    assert!(
+        !needles.iter().any(|n| status.contains(n.as_str())),
+        "the status holds a password: {status}"
+    );
     Ok(())
 }
 

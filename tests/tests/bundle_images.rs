@@ -649,3 +649,98 @@ async fn a_blob_damaged_in_transit_is_refused_and_nothing_is_unpacked() -> anyho
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn registry_credentials_are_in_no_output_even_at_trace_level() -> anyhow::Result<()> {
+    use base64::Engine as _;
+    let password = format!("registry-secret-{}", std::process::id());
+    let wrong = format!("wrong-secret-{}", std::process::id());
+    let registry = OciRegistry::start(RegistryAuth::Htpasswd {
+        username: "ci".into(),
+        password: password.clone(),
+    })
+    .await?;
+    let reference = format!("{}/example/secret:v0.1.0", registry.host());
+    let basic = |p: &str| base64::engine::general_purpose::STANDARD.encode(format!("ci:{p}"));
+    let needles = [
+        password.clone(),
+        wrong.clone(),
+        basic(&password),
+        basic(&wrong),
+    ];
+    let scratch = tempfile::tempdir()?;
+    let auth_file = scratch.path().join("auth.json");
+    std::fs::write(
+        &auth_file,
+        serde_json::json!({"auths": {registry.host(): {"auth": basic(&password)}}}).to_string(),
+    )?;
+    // Each command at the most verbose log level, its stdout and stderr kept.
+    let mut outputs = Vec::new();
+    let mut traced = |args: &[&str], stdin: Option<&str>, succeeds: bool| {
+        let output = run(
+            Command::new(e2e::bundle_tool_binary())
+                .args(args)
+                .env("RUST_LOG", "trace")
+                .env("REGISTRY_AUTH_FILE", &auth_file),
+            stdin,
+        );
+        assert_eq!(
+            output.status.success(),
+            succeeds,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        outputs.push((
+            args.join(" "),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        ));
+    };
+    let bundle = e2e::corpus::redis_bundle().display().to_string();
+    let pulled = scratch.path().join("pulled").display().to_string();
+    let with_password = ["--plain-http", "--username", "ci", "--password-stdin"];
+    let push = |extra: &[&'static str]| -> Vec<String> {
+        ["push", &bundle, &reference]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    let args = push(&with_password);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    traced(&args, Some(&password), true);
+    traced(&args, Some(&wrong), false);
+    traced(&["pull", &reference, &pulled, "--plain-http"], None, true);
+    traced(&["inspect", &reference, "--plain-http"], None, true);
+    traced(&["validate", "--plain-http", &reference], None, true);
+    // The auth file's entry is wrong: refused, and the refusal shows no credential either.
+    std::fs::write(
+        &auth_file,
+        serde_json::json!({"auths": {registry.host(): {"auth": basic(&wrong)}}}).to_string(),
+    )?;
+    traced(&["inspect", &reference, "--plain-http"], None, false);
+    outputs.push((
+        "the registry's log".into(),
+        std::fs::read_to_string(registry.process().log_path())?,
+    ));
+
+    let all: String = outputs.iter().map(|(_, text)| text.as_str()).collect();
+    assert!(
+        all.contains("TRACE") || all.contains("DEBUG"),
+        "RUST_LOG=trace logged nothing, so nothing verbose was checked"
+    );
+    for (what, text) in &outputs {
+        for needle in &needles {
+            assert!(!text.contains(needle.as_str()), "{what} shows a credential");
+        }
+    }
+    eprintln!(
+        "{} outputs, {} KiB, no credential",
+        outputs.len(),
+        all.len() / 1024
+    );
+    Ok(())
+}

@@ -521,3 +521,60 @@ pub async fn wait_failover(
     .await
     .map_err(with_logs(setup.node))
 }
+
+/// What a scan of every log the cluster wrote found.
+#[derive(Debug, Default)]
+pub struct LogScan {
+    /// Files read.
+    pub files: usize,
+    /// Bytes read.
+    pub bytes: u64,
+    /// `file: needle` for every needle found.
+    pub found: Vec<String>,
+    /// The container log files read (below `/var/log/pods`).
+    pub container_logs: Vec<String>,
+}
+
+/// Reads every log the test cluster wrote (each process's log and the apiserver's audit
+/// log below the control plane's folder, every container's log below `/var/log/pods`, the
+/// node's tmpfs in this test's mount namespace) and looks for each of `needles`. Data files
+/// (etcd's, containerd's) are not logs and are not read.
+pub fn scan_logs(setup: &Setup, needles: &[String]) -> LogScan {
+    fn walk(dir: &Path, scan: &mut LogScan, needles: &[String], every_file: bool) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                walk(&path, scan, needles, every_file);
+                continue;
+            }
+            let is_log = path.extension().is_some_and(|e| e == "log");
+            if !kind.is_file() || !(every_file || is_log) {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            scan.files += 1;
+            scan.bytes += bytes.len() as u64;
+            if path.starts_with("/var/log/pods") {
+                scan.container_logs.push(path.display().to_string());
+            }
+            for needle in needles {
+                if text.contains(needle.as_str()) {
+                    scan.found.push(format!("{}: {needle}", path.display()));
+                }
+            }
+        }
+    }
+    let mut scan = LogScan::default();
+    walk(setup.plane.root(), &mut scan, needles, false);
+    walk(Path::new("/var/log/pods"), &mut scan, needles, true);
+    scan
+}
