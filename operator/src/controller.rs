@@ -228,8 +228,19 @@ pub async fn reconcile(cluster: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<
     result
 }
 
-/// Exponential backoff per cluster: 1 s, 2 s, 4 s … capped at 5 minutes.
-pub fn error_policy(cluster: Arc<RedisCluster>, _error: &Error, ctx: Arc<Context>) -> Action {
+/// How soon a reconcile that failed on a conflict runs again.
+pub const CONFLICT_RETRY: Duration = Duration::from_millis(500);
+
+/// When a failed reconcile runs again. A conflict (409: another writer changed the object
+/// first) is retried after [`CONFLICT_RETRY`] and does not lengthen the back-off: the retry
+/// reads the other write and usually succeeds, and every child already applied is skipped.
+/// Other failures back off per cluster: 1 s, 2 s, 4 s … capped at 5 minutes. Measured in
+/// `tests/faults.rs`: with every third write refused by a 409, the doubling alone reached
+/// 32 s after three failed rounds and the cluster took minutes to converge.
+pub fn error_policy(cluster: Arc<RedisCluster>, error: &Error, ctx: Arc<Context>) -> Action {
+    if error.reason() == "Conflict" {
+        return Action::requeue(CONFLICT_RETRY);
+    }
     let failures = ctx
         .failures
         .lock()
@@ -239,8 +250,12 @@ pub fn error_policy(cluster: Arc<RedisCluster>, _error: &Error, ctx: Arc<Context
             *n
         })
         .unwrap_or(1);
-    let delay = Duration::from_secs(1u64 << failures.saturating_sub(1).min(8)).min(RESYNC);
-    Action::requeue(delay)
+    Action::requeue(backoff(failures))
+}
+
+/// The wait after the `failures`-th failure in a row (1-based).
+pub fn backoff(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.saturating_sub(1).min(8)).min(RESYNC)
 }
 
 async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
@@ -582,4 +597,36 @@ async fn report_failure(cluster: &RedisCluster, ctx: &Context, error: &Error) {
             &cluster.object_ref(&()),
         )
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Error, RESYNC, backoff};
+
+    fn api_error(code: u16) -> Error {
+        Error::Kube {
+            action: "applying".into(),
+            source: kube::Error::Api(
+                kube::core::Status::failure("refused", "Reason")
+                    .with_code(code)
+                    .boxed(),
+            ),
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_from_a_second_to_the_resync_period() {
+        let waits: Vec<u64> = (1..=10).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 256]);
+        assert_eq!(backoff(u32::MAX), Duration::from_secs(256).min(RESYNC));
+    }
+
+    #[test]
+    fn only_a_conflict_is_read_as_one() {
+        assert_eq!(api_error(409).reason(), "Conflict");
+        assert_ne!(api_error(500).reason(), "Conflict");
+        assert_ne!(api_error(403).reason(), "Conflict");
+    }
 }

@@ -468,6 +468,39 @@ impl ControlPlane {
         Ok(token.to_string())
     }
 
+    /// Restarts kube-apiserver (SIGTERM, SIGKILL after 5 s, then the same command line) and
+    /// waits until it is ready again; every client's connections and watches break meanwhile.
+    pub async fn restart_apiserver(&self) -> anyhow::Result<()> {
+        let apiserver = self
+            .processes
+            .iter()
+            .find(|p| p.name() == "kube-apiserver")
+            .context("no kube-apiserver among the control plane's processes")?;
+        apiserver.restart(Duration::from_secs(5))?;
+        let probe = client_from(&self.kubeconfig).await?;
+        apiserver
+            .wait_ready(Duration::from_secs(90), || {
+                let probe = probe.clone();
+                async move { readyz(&probe).await }
+            })
+            .await?;
+        // A component still starting when the apiserver went away exits (the controller
+        // manager does, if it was building its controllers); in a cluster the kubelet
+        // restarts its static pod, here we do.
+        for process in &self.processes {
+            if let Err(exited) = process.check_running() {
+                eprintln!("e2e: restarting after the apiserver's restart: {exited:#}");
+                process.restart(Duration::from_secs(1))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The apiserver's CA (PEM).
+    pub fn ca_pem(&self) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(self.root().join("ca.crt"))?)
+    }
+
     /// The control plane's folder (certificates, kubeconfigs, logs).
     pub fn root(&self) -> &Path {
         self.kubeconfig

@@ -14,6 +14,7 @@
 //! Test binaries run in a network namespace of their own (see `.cargo/config.toml` and
 //! `tests/assets/netns-runner.sh`), so processes that bind every interface stay local.
 
+mod api_fault_proxy;
 pub mod assets;
 pub mod catalogd;
 mod control_plane;
@@ -32,6 +33,7 @@ pub mod registry_server;
 pub mod upgrade_pairs;
 pub mod validate_report;
 
+pub use api_fault_proxy::ApiFaultProxy;
 pub(crate) use control_plane::client_from as control_plane_client;
 pub use control_plane::{ControlPlane, ControlPlaneOptions};
 pub use fault_proxy::FaultyProxy;

@@ -18,6 +18,15 @@ pub struct ManagedProcess {
     name: String,
     child: Mutex<Child>,
     log: PathBuf,
+    /// How it was started, for [`ManagedProcess::restart`].
+    launch: Launch,
+}
+
+#[derive(Debug)]
+struct Launch {
+    program: PathBuf,
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
 }
 
 type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
@@ -61,29 +70,37 @@ impl ManagedProcess {
         log: &Path,
     ) -> anyhow::Result<Self> {
         let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-        let err = out.try_clone()?;
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .envs(envs.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        let (tx, rx) = mpsc::channel();
-        spawner()
-            .lock()
-            .map_err(|_| anyhow::anyhow!("spawner lock poisoned"))?
-            .send((command, tx))
-            .map_err(|_| anyhow::anyhow!("the spawner thread is gone"))?;
-        let child = rx
-            .recv()
-            .context("the spawner thread did not answer")?
-            .with_context(|| format!("{name}: cannot start {}", program.display()))?;
+        let launch = Launch {
+            program: program.to_path_buf(),
+            args: args.to_vec(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let child = start(name, &launch, out)?;
         Ok(ManagedProcess {
             name: name.to_string(),
             child: Mutex::new(child),
             log: log.to_path_buf(),
+            launch,
         })
+    }
+
+    /// Stops the program (SIGTERM, SIGKILL after `grace`) and starts it again with the same
+    /// command line, its output appended to the same log: a restart, as a supervisor does.
+    pub fn restart(&self, grace: Duration) -> anyhow::Result<()> {
+        self.stop(grace);
+        let out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("opening {}", self.log.display()))?;
+        let child = start(&self.name, &self.launch, out)?;
+        *self
+            .child
+            .lock()
+            .map_err(|_| anyhow::anyhow!("lock poisoned"))? = child;
+        Ok(())
     }
 
     /// The program's name as given to [`ManagedProcess::spawn`].
@@ -209,6 +226,27 @@ impl ManagedProcess {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// Spawns `launch` from the spawner thread, its output into `out`.
+fn start(name: &str, launch: &Launch, out: File) -> anyhow::Result<Child> {
+    let err = out.try_clone()?;
+    let mut command = Command::new(&launch.program);
+    command
+        .args(&launch.args)
+        .envs(launch.envs.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    let (tx, rx) = mpsc::channel();
+    spawner()
+        .lock()
+        .map_err(|_| anyhow::anyhow!("spawner lock poisoned"))?
+        .send((command, tx))
+        .map_err(|_| anyhow::anyhow!("the spawner thread is gone"))?;
+    rx.recv()
+        .context("the spawner thread did not answer")?
+        .with_context(|| format!("{name}: cannot start {}", launch.program.display()))
 }
 
 impl Drop for ManagedProcess {

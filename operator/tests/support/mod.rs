@@ -104,6 +104,19 @@ impl Operator {
         let kubeconfig = plane
             .service_account_kubeconfig(OPERATOR_NAMESPACE, manifests::NAME)
             .await?;
+        Self::start_with_kubeconfig(plane, identity, webhook_port, &kubeconfig, 4).await
+    }
+
+    /// [`Operator::start`] with another kubeconfig (e.g. one that goes through a proxy) and
+    /// Lease duration (the tests' 4 s makes failover quick; an apiserver restart takes longer,
+    /// and a leader that cannot renew for a whole Lease exits by design).
+    pub async fn start_with_kubeconfig(
+        plane: &ControlPlane,
+        identity: &str,
+        webhook_port: u16,
+        kubeconfig: &std::path::Path,
+        lease_seconds: u64,
+    ) -> anyhow::Result<Operator> {
         let metrics_port = e2e::free_port()?;
         // E2E_OPERATOR_LOG overrides the operator's log filter (e.g. `debug,kube_runtime=trace`).
         let filter = std::env::var("E2E_OPERATOR_LOG")
@@ -120,7 +133,7 @@ impl Operator {
                 format!("--metrics-address=127.0.0.1:{metrics_port}"),
                 format!("--webhook-address=127.0.0.1:{webhook_port}"),
                 format!("--lease-namespace={OPERATOR_NAMESPACE}"),
-                "--lease-duration-seconds=4".into(),
+                format!("--lease-duration-seconds={lease_seconds}"),
                 // These tests run on kwok, whose pods run no Redis; replication and failover
                 // are tested on the real node (tests/redis_on_a_real_node.rs).
                 "--manage-replication=false".into(),
