@@ -541,21 +541,30 @@ async fn the_leader_gets_sigterm_mid_reconcile_and_the_other_replica_converges()
     operator_pods
         .delete(&leader, &DeleteParams::default())
         .await?;
+    // The leader's promise is to release the Lease on SIGTERM; when the other replica then
+    // takes it depends on how often that one looks (under load, a CI run saw 14 s).
+    e2e::eventually(
+        Duration::from_secs(60),
+        "the Lease released by the old leader",
+        || async { Ok((holder().await?.as_ref() != Some(&leader)).then_some(())) },
+    )
+    .await?;
+    let released = terminated.elapsed();
     let next = e2e::eventually(
         Duration::from_secs(60),
         "another operator pod holding the Lease",
         || async { Ok(holder().await?.filter(|h| *h != leader)) },
     )
     .await?;
-    let handed_over = terminated.elapsed();
     println!(
-        "Lease from {leader} to {next} in {:.1} s after SIGTERM",
-        handed_over.as_secs_f64()
+        "Lease released {:.1} s after SIGTERM, held by {next} {:.1} s after",
+        released.as_secs_f64(),
+        terminated.elapsed().as_secs_f64()
     );
-    // The Lease lasts 15 s; a leader that releases it on SIGTERM hands over well before.
+    // The Lease lasts 15 s: released well before that, or it was only left to expire.
     assert!(
-        handed_over < Duration::from_secs(12),
-        "the Lease was not released: {handed_over:?}"
+        released < Duration::from_secs(12),
+        "the Lease was not released: {released:?}"
     );
     let running = wait_running(setup, &clusters, 3, Duration::from_secs(180)).await?;
     assert_eq!(
