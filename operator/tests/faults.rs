@@ -21,10 +21,11 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use redis_operator::api::v1::{Phase, RedisCluster};
+use redis_operator::api::v1::RedisCluster;
 use redis_operator::manifests;
 use support::{
-    OPERATOR_NAMESPACE, Operator, create_namespace, eventually, install, wait_for_ca_bundle,
+    OPERATOR_NAMESPACE, Operator, create_namespace, eventually, install, running_with,
+    wait_for_ca_bundle,
 };
 
 const NAME: &str = "my-redis";
@@ -33,15 +34,6 @@ const NAME: &str = "my-redis";
 /// 25/s at worst (18.5/s measured); a controller that retries without back-off sends
 /// hundreds.
 const MAX_RATE_UNDER_FAULTS: f64 = 40.0;
-
-fn is_running_with(cluster: &RedisCluster, replicas: i32) -> bool {
-    let Some(status) = &cluster.status else {
-        return false;
-    };
-    status.phase == Some(Phase::Running)
-        && status.ready_replicas == replicas
-        && status.observed_generation == cluster.metadata.generation
-}
 
 /// Waits for `replicas` ready and Running, with the status and the proxy's view on failure.
 async fn converge(
@@ -53,7 +45,7 @@ async fn converge(
     let started = Instant::now();
     let converged = eventually(Duration::from_secs(180), what, || async {
         operator.check_running()?;
-        Ok(is_running_with(&clusters.get(NAME).await?, replicas).then_some(()))
+        Ok(running_with(&clusters.get(NAME).await?, replicas).then_some(()))
     })
     .await;
     if let Err(error) = converged {

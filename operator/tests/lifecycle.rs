@@ -13,20 +13,16 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use redis_operator::api::v1::{Phase, RedisCluster};
+use redis_operator::api::v1::RedisCluster;
 use support::{Operator, create_namespace, eventually, install, wait_for_ca_bundle};
 
 fn is_running_with(cluster: &RedisCluster, replicas: i32) -> bool {
-    let Some(status) = &cluster.status else {
-        return false;
-    };
-    status.phase == Some(Phase::Running)
-        && status.ready_replicas == replicas
-        && status.observed_generation == cluster.metadata.generation
-        && status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
+    support::running_with(cluster, replicas)
+        && cluster.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
 }
 
 #[tokio::test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use e2e::ControlPlane;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use redis_operator::api::v1::{Phase, RedisCluster};
-use support::{OPERATOR_NAMESPACE, Operator, create_namespace, eventually, install};
+use redis_operator::api::v1::RedisCluster;
+use support::{OPERATOR_NAMESPACE, Operator, create_namespace, eventually, install, running_with};
 
 const LEASE: &str = "redis-operator-leader";
 
@@ -19,14 +19,6 @@ async fn holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
         .await?
         .and_then(|l| l.spec)
         .and_then(|s| s.holder_identity))
-}
-
-fn running_with(cluster: &RedisCluster, replicas: i32) -> bool {
-    cluster.status.as_ref().is_some_and(|s| {
-        s.phase == Some(Phase::Running)
-            && s.ready_replicas == replicas
-            && s.observed_generation == cluster.metadata.generation
-    })
 }
 
 #[tokio::test]

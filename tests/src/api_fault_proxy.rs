@@ -47,11 +47,6 @@ struct Shared {
     cuts: AtomicU64,
     connections: Mutex<Vec<AbortHandle>>,
     counts: Mutex<Counts>,
-    /// Connections by phase: id → what the relay is doing.
-    phases: Mutex<BTreeMap<u64, &'static str>>,
-    next_connection: AtomicU64,
-    /// Requests waiting for their answer's head: id → (`METHOD path`, since when).
-    in_flight: Mutex<BTreeMap<u64, (String, std::time::Instant)>>,
 }
 
 /// A running proxy; it stops with the test binary.
@@ -93,9 +88,6 @@ impl ApiFaultProxy {
             cuts: AtomicU64::new(0),
             connections: Mutex::new(Vec::new()),
             counts: Mutex::new(Counts::default()),
-            in_flight: Mutex::new(BTreeMap::new()),
-            phases: Mutex::new(BTreeMap::new()),
-            next_connection: AtomicU64::new(0),
         });
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
@@ -170,27 +162,6 @@ impl ApiFaultProxy {
         self.shared.cuts.load(Ordering::Relaxed)
     }
 
-    /// Requests still waiting for the apiserver's answer, with how long they have waited:
-    /// what a client that seems stuck is waiting for.
-    pub fn in_flight(&self) -> Vec<(String, std::time::Duration)> {
-        self.shared
-            .in_flight
-            .lock()
-            .expect("lock")
-            .values()
-            .map(|(line, since)| (line.clone(), since.elapsed()))
-            .collect()
-    }
-
-    /// Open connections by what their relay is doing.
-    pub fn phases(&self) -> BTreeMap<&'static str, usize> {
-        let mut counts = BTreeMap::new();
-        for phase in self.shared.phases.lock().expect("lock").values() {
-            *counts.entry(*phase).or_default() += 1;
-        }
-        counts
-    }
-
     /// Requests so far by `METHOD path`.
     pub fn requests_by_line(&self) -> BTreeMap<String, u64> {
         self.shared.counts.lock().expect("lock").by_request.clone()
@@ -202,34 +173,15 @@ async fn relay(
     acceptor: tokio_rustls::TlsAcceptor,
     shared: Arc<Shared>,
 ) -> anyhow::Result<()> {
-    let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
-    let phase = |name: &'static str| {
-        shared.phases.lock().expect("lock").insert(id, name);
-    };
-    // Removes the connection from the phases when the task ends or is aborted.
-    struct Forget<'a>(&'a Shared, u64);
-    impl Drop for Forget<'_> {
-        fn drop(&mut self) {
-            if let Ok(mut phases) = self.0.phases.lock() {
-                phases.remove(&self.1);
-            }
-        }
-    }
-    let _forget = Forget(&shared, id);
-    phase("client TLS");
     let downstream = acceptor.accept(tcp).await?;
-    phase("apiserver TCP");
     let upstream_tcp = TcpStream::connect(("127.0.0.1", shared.upstream)).await?;
-    phase("apiserver TLS");
     let upstream = shared
         .upstream_tls
         .connect(ServerName::try_from("127.0.0.1")?, upstream_tcp)
         .await?;
-    phase("apiserver HTTP");
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(upstream))
         .await
         .context("HTTP handshake with the apiserver")?;
-    phase("serving");
     // The upstream half lives as long as this task: aborted with it, so a cut closes the
     // apiserver's side too (a leaked upstream watch would hold the apiserver's resources).
     struct AbortOnDrop(tokio::task::JoinHandle<Result<(), hyper::Error>>);
@@ -240,9 +192,8 @@ async fn relay(
     }
     let mut upstream_half = AbortOnDrop(tokio::spawn(connection));
     let sender = Arc::new(tokio::sync::Mutex::new(sender));
-    let for_service = shared.clone();
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let (shared, sender) = (for_service.clone(), sender.clone());
+        let (shared, sender) = (shared.clone(), sender.clone());
         async move { forward(request, &shared, &sender).await }
     });
     let serving = hyper::server::conn::http1::Builder::new()
@@ -261,12 +212,11 @@ async fn forward(
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Incoming>>,
 ) -> Result<hyper::Response<Body>, hyper::Error> {
     let line = format!("{} {}", request.method(), request.uri().path());
-    let id = {
+    {
         let mut counts = shared.counts.lock().expect("lock");
         counts.requests += 1;
-        *counts.by_request.entry(line.clone()).or_default() += 1;
-        counts.requests
-    };
+        *counts.by_request.entry(line).or_default() += 1;
+    }
     let write = matches!(
         *request.method(),
         http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE
@@ -287,21 +237,6 @@ async fn forward(
             return Ok(conflict(request.uri().path()));
         }
     }
-    shared
-        .in_flight
-        .lock()
-        .expect("lock")
-        .insert(id, (line, std::time::Instant::now()));
-    // Off the list when answered, failed or aborted (a cut drops this future).
-    struct Answered<'a>(&'a Shared, u64);
-    impl Drop for Answered<'_> {
-        fn drop(&mut self) {
-            if let Ok(mut waiting) = self.0.in_flight.lock() {
-                waiting.remove(&self.1);
-            }
-        }
-    }
-    let _answered = Answered(shared, id);
     let mut sender = sender.lock().await;
     sender.ready().await?;
     let answer = sender.send_request(request).await?;

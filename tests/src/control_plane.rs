@@ -435,7 +435,7 @@ impl ControlPlane {
         name: &str,
     ) -> anyhow::Result<PathBuf> {
         let token = self.service_account_token(namespace, name).await?;
-        let ca_pem = std::fs::read_to_string(self.root().join("ca.crt"))?;
+        let ca_pem = self.ca_pem()?;
         let path = self.root().join(format!("kubeconfig-{namespace}-{name}"));
         std::fs::write(&path, kubeconfig_yaml(&self.server, &ca_pem, &token))?;
         Ok(path)

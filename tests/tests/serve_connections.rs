@@ -94,6 +94,17 @@ fn need_open_files(wanted: u64) {
     }
 }
 
+/// `count` connections to `port` that complete the HTTP/2 handshake and go silent.
+async fn idle_clients(port: u16, count: usize) -> Vec<TcpStream> {
+    let mut idle = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        c.write_all(PREFACE_AND_SETTINGS).await.unwrap();
+        idle.push(c);
+    }
+    idle
+}
+
 /// The package names and one GetBundleForChannel answer, on a new connection, each within
 /// [`ANSWER_WITHIN`].
 async fn served(server: &RegistryServer) -> anyhow::Result<(Vec<String>, String)> {
@@ -158,14 +169,7 @@ async fn idle_connections_and_slow_readers_cost_bounded_memory_and_others_are_se
 
     // 1. Idle HTTP/2 clients: handshaken, then silent.
     let started = Instant::now();
-    let mut idle = Vec::with_capacity(IDLE);
-    for _ in 0..IDLE {
-        let mut c = TcpStream::connect(("127.0.0.1", server.port))
-            .await
-            .unwrap();
-        c.write_all(PREFACE_AND_SETTINGS).await.unwrap();
-        idle.push(c);
-    }
+    let idle = idle_clients(server.port, IDLE).await;
     e2e::eventually(
         Duration::from_secs(60),
         "the server holds every idle connection",
@@ -257,14 +261,7 @@ async fn out_of_file_descriptors_the_server_waits_instead_of_spinning_and_recove
 
     // More connections than the server may hold: the kernel completes them all (they wait
     // in the listen backlog), the server's accept fails with EMFILE.
-    let mut idle = Vec::new();
-    for _ in 0..2 * LIMIT {
-        let mut c = TcpStream::connect(("127.0.0.1", server.port))
-            .await
-            .unwrap();
-        c.write_all(PREFACE_AND_SETTINGS).await.unwrap();
-        idle.push(c);
-    }
+    let idle = idle_clients(server.port, 2 * LIMIT as usize).await;
     e2e::eventually(
         Duration::from_secs(30),
         "the server out of descriptors",

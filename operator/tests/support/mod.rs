@@ -175,6 +175,15 @@ impl Operator {
     }
 }
 
+/// The cluster is Running with `replicas` ready, as of its current generation.
+pub fn running_with(cluster: &redis_operator::api::v1::RedisCluster, replicas: i32) -> bool {
+    cluster.status.as_ref().is_some_and(|s| {
+        s.phase == Some(redis_operator::api::v1::Phase::Running)
+            && s.ready_replicas == replicas
+            && s.observed_generation == cluster.metadata.generation
+    })
+}
+
 /// Waits until the CRD's conversion webhook has a CA (written by the operator).
 pub async fn wait_for_ca_bundle(client: &kube::Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());

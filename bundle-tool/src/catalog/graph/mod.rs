@@ -45,6 +45,29 @@ pub struct GraphArgs {
     pub draw_v0_semantics: bool,
 }
 
+/// A bundle's one `olm.package` property and the version it gives, as opm reads them for
+/// the graph and for the semver template (same checks, same words).
+pub fn package_and_version(
+    bundle: &crate::catalog::declcfg::Bundle,
+) -> Result<(&crate::catalog::declcfg::RawJson, Version), GraphError> {
+    let packages: Vec<&crate::catalog::declcfg::RawJson> = bundle
+        .properties
+        .iter()
+        .filter(|p| p.type_ == SCHEMA_PACKAGE)
+        .map(|p| &p.value)
+        .collect();
+    let [property] = packages[..] else {
+        return Err(GraphError::PackageProperties(bundle.name.clone()));
+    };
+    let text = property.str_field("version").unwrap_or_default();
+    let version = parse_version(&text).map_err(|problem| GraphError::Version {
+        bundle: bundle.name.clone(),
+        version: text.clone(),
+        problem,
+    })?;
+    Ok((property, version))
+}
+
 /// Why a catalog's bundles cannot be drawn: their versions, in opm's words.
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
@@ -136,22 +159,7 @@ impl UpgradeGraph {
             if graph.versions.contains_key(&bundle.name) {
                 continue;
             }
-            let packages: Vec<&crate::catalog::declcfg::RawJson> = bundle
-                .properties
-                .iter()
-                .filter(|p| p.type_ == SCHEMA_PACKAGE)
-                .map(|p| &p.value)
-                .collect();
-            let [property] = packages[..] else {
-                return Err(GraphError::PackageProperties(bundle.name.clone()));
-            };
-            let version = property.str_field("version");
-            let text = version.as_deref().unwrap_or_default();
-            let version = parse_version(text).map_err(|problem| GraphError::Version {
-                bundle: bundle.name.clone(),
-                version: text.to_string(),
-                problem,
-            })?;
+            let (_, version) = package_and_version(bundle)?;
             graph.versions.insert(bundle.name.clone(), version);
             graph
                 .images

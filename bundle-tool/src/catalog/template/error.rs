@@ -116,19 +116,10 @@ pub enum BundleInfoError {
     /// A listed image was not rendered.
     #[error("supplied bundle image name {0:?} not found in rendered bundle images")]
     NotRendered(String),
-    /// Not exactly one `olm.package` property.
-    #[error("bundle {0:?} has multiple \"olm.package\" properties, expected exactly 1")]
-    PackageProperties(String),
-    /// The version is not semver.
-    #[error("bundle {bundle:?} has invalid version {version:?}: {problem}")]
-    Version {
-        /// The bundle.
-        bundle: String,
-        /// The version as written.
-        version: String,
-        /// blang/semver's message.
-        problem: String,
-    },
+    /// Not exactly one `olm.package` property, or a version that is not semver (the
+    /// graph's reading, and words).
+    #[error(transparent)]
+    PackageVersion(#[from] crate::catalog::graph::GraphError),
     /// A bundle of another package.
     #[error("bundle {bundle_package:?} does not belong to this package: {package:?}")]
     OtherPackage {

@@ -285,24 +285,8 @@ fn versions_of(
             .iter()
             .find(|b| &b.image == image)
             .ok_or_else(|| BundleInfoError::NotRendered(image.clone()))?;
-        let packages: Vec<&crate::catalog::declcfg::RawJson> = bundle
-            .properties
-            .iter()
-            .filter(|p| p.type_ == crate::olm_property::PACKAGE)
-            .map(|p| &p.value)
-            .collect();
-        let [property] = packages[..] else {
-            return Err(BundleInfoError::PackageProperties(bundle.name.clone()));
-        };
-        let text = |key: &str| property.str_field(key).unwrap_or_default();
-        let version = crate::version_range::parse_version(&text("version")).map_err(|problem| {
-            BundleInfoError::Version {
-                bundle: bundle.name.clone(),
-                version: text("version"),
-                problem,
-            }
-        })?;
-        let package_name = text("packageName");
+        let (property, version) = crate::catalog::graph::package_and_version(bundle)?;
+        let package_name = property.str_field("packageName").unwrap_or_default();
         if package.is_empty() {
             *package = package_name;
         } else if &package_name != package {
