@@ -8,9 +8,9 @@
 //!    on the cluster it was creating, then on a scale-up that only a recovered watch sees.
 //!
 //! Not yet here: watches cut at the proxy. Through the proxy, the operator's watches did not
-//! come back after their connections broke (a cut, or the apiserver's restart) within the
-//! 180 s the test waits, while they do when it talks to the apiserver directly; the proxy is
-//! suspect, so that case is left out until it is understood (docs/testing.md, Faults).
+//! come back within 180 s after their connections broke. Directly, after the restart, they
+//! come back in 74–176 s, each retry failing first on a dead pooled connection: likely the
+//! same cause, still open (docs/testing.md, Faults).
 
 mod support;
 
@@ -35,15 +35,27 @@ const NAME: &str = "my-redis";
 /// hundreds.
 const MAX_RATE_UNDER_FAULTS: f64 = 40.0;
 
-/// Waits for `replicas` ready and Running, with the status and the proxy's view on failure.
+/// Waits up to 180 s for `replicas` ready and Running, with the cluster's state on failure.
 async fn converge(
     clusters: &Api<RedisCluster>,
     operator: &Operator,
     replicas: i32,
     what: &str,
 ) -> anyhow::Result<Duration> {
+    converge_within(Duration::from_secs(180), clusters, operator, replicas, what).await
+}
+
+/// [`converge`] with another limit. A change made after the apiserver's restart is seen
+/// only once the watches are back: 74, 83 and 176 s in three runs (docs/testing.md).
+async fn converge_within(
+    limit: Duration,
+    clusters: &Api<RedisCluster>,
+    operator: &Operator,
+    replicas: i32,
+    what: &str,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let converged = eventually(Duration::from_secs(180), what, || async {
+    let converged = eventually(limit, what, || async {
         operator.check_running()?;
         Ok(running_with(&clusters.get(NAME).await?, replicas).then_some(()))
     })
@@ -226,7 +238,14 @@ async fn converges_under_conflicts_and_through_an_apiserver_restart() -> anyhow:
     let clusters = Api::<RedisCluster>::namespaced(admin.clone(), "redis-restart");
     let after_restart = converge(&clusters, &operator, 3, "Running after the restart").await?;
     scale(&clusters, 5).await?;
-    let rewatched = converge(&clusters, &operator, 5, "a scale-up after the restart").await?;
+    let rewatched = converge_within(
+        Duration::from_secs(300),
+        &clusters,
+        &operator,
+        5,
+        "a scale-up after the restart",
+    )
+    .await?;
     println!(
         "apiserver restarted mid-reconcile: Running {:.1} s after, a later scale-up seen and done in {:.1} s",
         after_restart.as_secs_f64(),
