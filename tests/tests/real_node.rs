@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use e2e::ControlPlane;
 use e2e::node::{ContainerConfig, NODE_NAME, RealNode, RootfsEntry};
-use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
@@ -418,24 +418,45 @@ async fn crashes_back_off_and_a_missing_image_says_why() -> anyhow::Result<()> {
     .await?;
 
     // 34 s alone; with the binary's other tests starting pods beside it on two cores it took
-    // over 90 s once (fresh-clone CI run, 2026-12-01).
+    // over 90 s once (fresh-clone CI run, 2026-12-01). The waiting state is a snapshot the
+    // kubelet may replace before a read sees it, so its BackOff event counts as well.
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let crashed = e2e::eventually(Duration::from_secs(180), "CrashLoopBackOff", || async {
         node.check_running()?;
-        let status = pods
+        let Some(status) = pods
             .get("crasher")
             .await
             .ok()
             .as_ref()
-            .and_then(container_status);
-        Ok(status.filter(|s| {
-            s.state
-                .as_ref()
-                .and_then(|st| st.waiting.as_ref())
-                .and_then(|w| w.reason.as_deref())
-                == Some("CrashLoopBackOff")
-        }))
+            .and_then(container_status)
+        else {
+            return Ok(None);
+        };
+        let waiting_in_back_off = status
+            .state
+            .as_ref()
+            .and_then(|st| st.waiting.as_ref())
+            .and_then(|w| w.reason.as_deref())
+            == Some("CrashLoopBackOff");
+        let backed_off = waiting_in_back_off
+            || events
+                .list(&ListParams::default().fields("involvedObject.name=crasher"))
+                .await?
+                .items
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("BackOff"));
+        Ok((backed_off && status.restart_count >= 1).then_some(status))
     })
-    .await?;
+    .await;
+    let crashed = match crashed {
+        Ok(status) => status,
+        Err(error) => {
+            let described = node
+                .kubectl(&["describe", "pod", "-n", ns, "crasher"])
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+            return Err(error.context(format!("the crasher: {described:?}")));
+        }
+    };
     assert!(crashed.restart_count >= 1, "{crashed:?}");
     let last = crashed
         .last_state
