@@ -17,11 +17,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::utils::Backoff;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -142,12 +144,23 @@ pub async fn run(
 ) {
     let client = context.client.clone();
     let clusters: Api<RedisCluster> = Api::all(client.clone());
+    // Every watch backs off on its own, as client-go's reflectors do. The controller's own
+    // back-off (one for all its watches together) stops polling every watch while it
+    // waits, so after an apiserver restart one watch's error held back the others'
+    // retries, each wait doubling to 30 s: a change took 74–176 s to be seen
+    // (operator/tests/faults.rs; docs/testing.md, Faults).
+    let (store, writer) = reflector::store();
+    let main = watcher(clusters, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
     // A bounded number of reconciles at once: a burst of N new clusters should not hold N
     // reconciles (and their buffers) in memory at the same time.
-    let controller = Controller::new(clusters, watcher::Config::default()).with_config(
-        kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY),
-    );
-    let store = controller.store();
+    let controller = Controller::for_stream(main, store.clone())
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY),
+        )
+        .trigger_backoff(NoPause);
     let metrics = context.metrics.clone();
     let gauge = tokio::spawn(async move {
         loop {
@@ -156,30 +169,22 @@ pub async fn run(
         }
     });
     controller
-        .owns(
-            Api::<StatefulSet>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .owns(
-            Api::<Service>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .owns(
-            Api::<ConfigMap>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .owns(
-            Api::<PodDisruptionBudget>::all(client.clone()),
-            watcher::Config::default(),
-        )
+        .owns_stream(owned::<StatefulSet>(&client))
+        .owns_stream(owned::<Service>(&client))
+        .owns_stream(owned::<ConfigMap>(&client))
+        .owns_stream(owned::<PodDisruptionBudget>(&client))
         // Pods belong to the StatefulSet, not to the cluster: mapped by their instance label,
         // so a deleted or restarted Redis wakes its cluster's reconcile at once.
-        .watches(
-            Api::<Pod>::all(client.clone()),
-            watcher::Config::default().labels(&format!(
-                "app.kubernetes.io/name=redis,{}",
-                resources::INSTANCE_LABEL
-            )),
+        .watches_stream(
+            watcher(
+                Api::<Pod>::all(client.clone()),
+                watcher::Config::default().labels(&format!(
+                    "app.kubernetes.io/name=redis,{}",
+                    resources::INSTANCE_LABEL
+                )),
+            )
+            .default_backoff()
+            .touched_objects(),
             |pod| {
                 let cluster = pod.labels().get(resources::INSTANCE_LABEL)?.clone();
                 Some(ObjectRef::<RedisCluster>::new(&cluster).within(&pod.namespace()?))
@@ -194,6 +199,37 @@ pub async fn run(
         })
         .await;
     gauge.abort();
+}
+
+/// The metadata of every `K` in the cluster, watched with its own back-off (what
+/// `Controller::owns` watches, with the back-off moved into the stream).
+fn owned<K>(
+    client: &kube::Client,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    watcher(
+        Api::<PartialObjectMeta<K>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects()
+}
+
+/// The controller's back-off over all its watches together: none, each watch has its own.
+struct NoPause;
+
+impl Iterator for NoPause {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        Some(Duration::ZERO)
+    }
+}
+
+impl Backoff for NoPause {
+    fn reset(&mut self) {}
 }
 
 /// One reconcile of one RedisCluster.
