@@ -464,7 +464,14 @@ async fn crashes_back_off_and_a_missing_image_says_why() -> anyhow::Result<()> {
         .and_then(|s| s.terminated.as_ref())
         .expect("the last run's end is recorded");
     assert_eq!(last.exit_code, 3);
-    let logs = kubectl_ok(node, &["logs", "-n", ns, "crasher", "--previous"])?;
+    // `--previous` names the run before the current one when kubectl asks; a run that ends
+    // meanwhile can make the kubelet answer (exit 0) that it cannot read that run's log.
+    let mut logs = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !logs.contains("about to fail") && Instant::now() < deadline {
+        logs = kubectl_ok(node, &["logs", "-n", ns, "crasher", "--previous"])?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     assert!(logs.contains("about to fail"), "{logs}");
 
     let waiting = e2e::eventually(Duration::from_secs(60), "an image pull error", || async {
