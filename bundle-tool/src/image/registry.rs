@@ -80,12 +80,21 @@ impl RegistryClient {
     }
 
     /// Retries an oci-client exchange with the shared backoff; 401/403/404 are final.
-    async fn retry<T, F, Fut>(&self, what: &str, operation: F) -> anyhow::Result<T>
+    async fn retry<T, F, Fut>(&self, what: &str, mut operation: F) -> anyhow::Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, oci_client::errors::OciDistributionError>>,
     {
-        with_backoff(self.attempts, what, transient, operation).await
+        with_backoff(
+            self.attempts,
+            what,
+            |e: &WithCauses| transient(&e.0),
+            || {
+                let attempt = operation();
+                async move { attempt.await.map_err(WithCauses) }
+            },
+        )
+        .await
     }
 
     /// Pushes `image` to `reference`; returns the digest the registry reports, which must be
@@ -244,5 +253,27 @@ impl RegistryClient {
             config,
             layer,
         })
+    }
+}
+
+/// An oci-client error shown with its causes. reqwest's own text, "error sending request for
+/// url (…)", leaves out why: a refused connection, or a TLS handshake with a registry that
+/// speaks plain HTTP. A cause whose text the message already holds is not repeated.
+struct WithCauses(oci_client::errors::OciDistributionError);
+
+impl std::fmt::Display for WithCauses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.0.to_string();
+        f.write_str(&shown)?;
+        let mut cause = std::error::Error::source(&self.0);
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !shown.contains(&text) {
+                write!(f, ": {text}")?;
+                shown.push_str(&text);
+            }
+            cause = error.source();
+        }
+        Ok(())
     }
 }
