@@ -8,11 +8,10 @@
 //! `required`, `items`, `additionalProperties` (a schema or `false`), `enum`, `maximum`,
 //! `minimum` (and their exclusive forms), `multipleOf`, `maxLength`, `minLength` (in
 //! characters), `pattern`, `maxItems`, `minItems`, `maxProperties`, `minProperties`,
-//! `allOf`, `anyOf`, `oneOf`, `not`, and the formats `ipv4`, `ipv6`, `cidr`, `uuid`, `date`
-//! and `byte`. Like OLM v0: unknown fields are not errors (pruning, not validation, drops
-//! them, so `x-kubernetes-preserve-unknown-fields` changes nothing here), and neither
-//! `x-kubernetes-embedded-resource` nor CEL `x-kubernetes-validations` is evaluated. Other
-//! formats (`date-time`, `email`, `uri`, `hostname`…) are not checked.
+//! `allOf`, `anyOf`, `oneOf`, `not`, and the string formats of [`super::formats`]. Like OLM
+//! v0: unknown fields are not errors (pruning, not validation, drops them, so
+//! `x-kubernetes-preserve-unknown-fields` changes nothing here), and neither
+//! `x-kubernetes-embedded-resource` nor CEL `x-kubernetes-validations` is evaluated.
 
 use std::collections::HashMap;
 
@@ -342,7 +341,7 @@ impl Validator {
             }
         }
         if let Some(format) = schema["format"].as_str()
-            && let Some(valid) = format_valid(format, text)
+            && let Some(valid) = super::formats::valid(format, text)
             && !valid
         {
             self.push(
@@ -513,45 +512,6 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Whether `text` is a valid `format`; `None` for formats not checked here.
-fn format_valid(format: &str, text: &str) -> Option<bool> {
-    use std::net::IpAddr;
-    let ip = |s: &str| s.parse::<IpAddr>().is_ok();
-    Some(match format {
-        "ipv4" => ip(text) && text.contains('.'),
-        "ipv6" => ip(text) && text.contains(':'),
-        "cidr" => match text.split_once('/') {
-            Some((address, bits)) => match (address.parse::<IpAddr>(), bits.parse::<u8>()) {
-                (Ok(IpAddr::V4(_)), Ok(b)) => b <= 32 && !bits.starts_with('+'),
-                (Ok(IpAddr::V6(_)), Ok(b)) => b <= 128 && !bits.starts_with('+'),
-                _ => false,
-            },
-            None => false,
-        },
-        // Five groups of hex digits (8-4-4-4-12), each dash between them optional.
-        "uuid" => {
-            let mut rest = text;
-            [8usize, 4, 4, 4, 12].iter().enumerate().all(|(i, &len)| {
-                if i > 0 {
-                    rest = rest.strip_prefix('-').unwrap_or(rest);
-                }
-                let ok =
-                    rest.len() >= len && rest.as_bytes()[..len].iter().all(u8::is_ascii_hexdigit);
-                rest = rest.get(len..).unwrap_or("");
-                ok
-            }) && rest.is_empty()
-        }
-        "date" => jiff::civil::Date::strptime("%Y-%m-%d", text).is_ok() && text.len() == 10,
-        "byte" => {
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD
-                .decode(text)
-                .is_ok()
-        }
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -694,25 +654,6 @@ mod tests {
             )
             .is_empty()
         );
-    }
-
-    #[test]
-    fn formats() {
-        for (format, good, bad) in [
-            (
-                "uuid",
-                "123e4567e89b12d3a456426614174000",
-                "123e4567-e89b-12d3-a456-42661417400",
-            ),
-            ("ipv6", "fe80::1", "10.0.0.1"),
-            ("cidr", "10.0.0.0/8", "10.0.0.0/33"),
-            ("date", "2026-12-02", "2026-12-2"),
-            ("byte", "aGk=", "aGk"),
-        ] {
-            assert_eq!(format_valid(format, good), Some(true), "{format} {good}");
-            assert_eq!(format_valid(format, bad), Some(false), "{format} {bad}");
-        }
-        assert_eq!(format_valid("date-time", "anything"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod catalog_edges;
 pub mod cr_validation;
 pub mod crd_rules;
 mod finding;
+pub mod formats;
 mod graph;
 pub mod live_crds;
 mod operator_rules;
