@@ -147,7 +147,7 @@ pub async fn run(
     // Every watch backs off on its own, as client-go's reflectors do. The controller's own
     // back-off (one for all its watches together) stops polling every watch while it
     // waits, so after an apiserver restart one watch's error held back the others'
-    // retries, each wait doubling to 30 s: a change took 74–176 s to be seen
+    // retries, each wait doubling to 30 s: a change took 37–176 s to be seen
     // (operator/tests/faults.rs; docs/testing.md, Faults).
     let (store, writer) = reflector::store();
     let main = watcher(clusters, watcher::Config::default())

@@ -61,7 +61,13 @@ static SPACES_AND_DASHES: LazyLock<Regex> = LazyLock::new(|| pattern(r"[\t\n\f\r
 /// Whether `text` is valid for `format`; `None` when the validator does not check `format`
 /// (unsupported, so dropped) or this module does not check it yet.
 pub fn valid(format: &str, text: &str) -> Option<bool> {
-    Some(match format.replace('-', "").as_str() {
+    // Called for every string a format applies to: the name is copied only if it has a dash.
+    let name = if format.contains('-') {
+        std::borrow::Cow::Owned(format.replace('-', ""))
+    } else {
+        std::borrow::Cow::Borrowed(format)
+    };
+    Some(match name.as_ref() {
         "ipv4" => ip(text) && text.contains('.'),
         "ipv6" => ip(text) && text.contains(':'),
         "cidr" => cidr(text),
@@ -70,7 +76,7 @@ pub fn valid(format: &str, text: &str) -> Option<bool> {
         "uuid4" => UUID4.is_match(text),
         "uuid5" => UUID5.is_match(text),
         "date" => date(text),
-        "datetime" => time::date_time(text, date),
+        "datetime" => time::date_time(text),
         "duration" => time::duration(text),
         "byte" => BASE64.is_match(text),
         "password" => true,

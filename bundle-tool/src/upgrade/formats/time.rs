@@ -5,29 +5,31 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::{date, pattern};
+
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
     // The `.` before the fraction is any character in the original pattern, not a dot.
-    Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
-        .expect("a valid pattern")
+    pattern(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
 });
 static DURATION_PART: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(([0-9]+)[\t\n\f\r ]*([A-Za-zµ]+))").expect("a valid pattern"));
+    LazyLock::new(|| pattern(r"(([0-9]+)[\t\n\f\r ]*([A-Za-zµ]+))"));
 
 /// strfmt's `IsDateTime`: lower-cased and split at every `t`, the first piece a `date` and
 /// the second a clock time with an offset (`z` or `±hh:mm`), hours ≤ 23, minutes and
 /// seconds ≤ 59; pieces after the second are not looked at.
-pub(super) fn date_time(text: &str, date: impl Fn(&str) -> bool) -> bool {
+pub(super) fn date_time(text: &str) -> bool {
     if text.len() < 4 {
         return false;
     }
     let lower = text.to_lowercase();
-    let pieces: Vec<&str> = lower.split('t').collect();
-    if pieces.len() < 2 || !date(pieces[0]) {
+    let mut pieces = lower.split('t');
+    let (Some(day), Some(clock)) = (pieces.next(), pieces.next()) else {
         return false;
-    }
-    CLOCK
-        .captures(pieces[1])
-        .is_some_and(|clock| &clock[1] <= "23" && &clock[2] <= "59" && &clock[3] <= "59")
+    };
+    date(day)
+        && CLOCK
+            .captures(clock)
+            .is_some_and(|clock| &clock[1] <= "23" && &clock[2] <= "59" && &clock[3] <= "59")
 }
 
 /// strfmt's `ParseDuration` succeeds: Go's `time.ParseDuration`, or else at least one
