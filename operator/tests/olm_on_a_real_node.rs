@@ -25,15 +25,15 @@
 //! (`quay.io/example/...`, `docker.io/library/redis`) are pushed to the cluster registry,
 //! which the node's containerd uses as the mirror of those registries.
 
+mod olm_release;
 mod real;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
-use e2e::node::{RealNode, mirror_path};
+use e2e::node::RealNode;
 use e2e::olm_on_node::{OLM_NAMESPACE, OlmOnNode, olm_resource};
 use e2e::{ControlPlane, eventually};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -41,26 +41,16 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
 };
-use redis_operator::api::v1::RedisCluster;
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "redis-operator";
 const PACKAGE: &str = "redis-operator";
-/// The names the repository's files give the images (bundle-tool.yaml, olm/, the manifests).
-const CATALOG_IMAGE: &str = "quay.io/example/redis-operator-catalog:latest";
-const OPERATOR_IMAGE: &str = "quay.io/example/redis-operator:0.1.0";
-const EXPORTER_IMAGE: &str = "quay.io/oliver006/redis_exporter:v1.62.0";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_path_buf()
-}
+use olm_release::{
+    CATALOG_IMAGE, Checkout, SAMPLE_NAMESPACE, push_workload_images, repo, wait_for,
+};
 
 /// The cluster's view of OLM's objects.
-/// Where the sample RedisCluster runs.
-const SAMPLE_NAMESPACE: &str = "redis-olm-sample";
 
 struct Cluster {
     plane: &'static ControlPlane,
@@ -178,19 +168,7 @@ impl Cluster {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
     {
-        let started = Instant::now();
-        let result = eventually(Duration::from_secs(seconds), what, || async {
-            self.node.check_running()?;
-            check().await
-        })
-        .await;
-        match result {
-            Ok(value) => {
-                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
-                Ok(value)
-            }
-            Err(error) => bail!("{error:#}\n{}", self.describe()),
-        }
+        wait_for(self.node, &|| self.describe(), seconds, what, check).await
     }
 
     /// The CSV phase of `name`, if it exists.
@@ -299,134 +277,6 @@ impl Cluster {
         }
         Ok(approved)
     }
-}
-
-/// A clean copy of the repository's release inputs, with an empty catalog (no release yet).
-struct Checkout {
-    dir: tempfile::TempDir,
-}
-
-impl Checkout {
-    fn new() -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir()?;
-        let root = repo();
-        std::fs::copy(
-            root.join("bundle-tool.yaml"),
-            dir.path().join("bundle-tool.yaml"),
-        )?;
-        for folder in ["operator/config", "catalog"] {
-            e2e::copy_dir(&root.join(folder), &dir.path().join(folder))?;
-        }
-        // The released versions go in again, one release at a time: the rendered catalog goes,
-        // and the template keeps its settings but lists no bundle yet (its archetype lists
-        // are the last part of the file).
-        std::fs::remove_file(dir.path().join("catalog/redis-operator/catalog.json"))?;
-        let template_path = dir.path().join("catalog/template.yaml");
-        let template = std::fs::read_to_string(&template_path)?;
-        let settings = template
-            .split("\ncandidate:")
-            .next()
-            .filter(|head| head.len() < template.len())
-            .context("catalog/template.yaml has no candidate list")?;
-        std::fs::write(&template_path, format!("{settings}\n"))?;
-        Ok(Checkout { dir })
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// `bundle-tool release` of `version` into `channels`, pushed to the cluster registry;
-    /// returns its JSON summary.
-    fn release(&self, node: &RealNode, version: &str, channels: &str) -> anyhow::Result<Value> {
-        let registry = node.registry();
-        let started = Instant::now();
-        let output = Command::new(e2e::bundle_tool_binary())
-            .current_dir(self.root())
-            .env(
-                bundle_tool::image::SERVER_BINARY_VARIABLE,
-                static_bundle_tool()?,
-            )
-            .args([
-                "release",
-                "--config",
-                "bundle-tool.yaml",
-                "--version",
-                version,
-            ])
-            .args(["--channels", channels])
-            .arg(format!(
-                "--bundle-image={registry}/example/redis-operator-bundle"
-            ))
-            .arg(format!(
-                "--catalog-image={registry}/{}",
-                mirror_path(CATALOG_IMAGE)?
-            ))
-            .args(["--push", "--plain-http", "-o", "json"])
-            .output()?;
-        ensure!(
-            output.status.success(),
-            "bundle-tool release {version} failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        println!(
-            "bundle-tool release {version}: {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-        Ok(serde_json::from_slice(&output.stdout)?)
-    }
-}
-
-/// The statically linked bundle-tool the README test command builds, for the catalog image.
-fn static_bundle_tool() -> anyhow::Result<PathBuf> {
-    let binary = repo().join("target/x86_64-unknown-linux-gnu/debug/bundle-tool");
-    let built = std::fs::metadata(&binary)
-        .and_then(|m| m.modified())
-        .map_err(|e| anyhow::anyhow!("{}: {e}: run RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build -p bundle-tool --target x86_64-unknown-linux-gnu (the README test command does)", binary.display()))?;
-    let ours = std::fs::metadata(e2e::bundle_tool_binary())?.modified()?;
-    // Both come from the same sources; a static build much older than the other is stale.
-    ensure!(
-        built + Duration::from_secs(3600) >= ours,
-        "{} is older than target/debug/bundle-tool: rebuild it (the README test command does)",
-        binary.display()
-    );
-    Ok(binary)
-}
-
-/// The operator image (the static build, as a release makes it), the Redis images under the
-/// names the operator's manifests give them, and an exporter image.
-async fn push_workload_images(node: &RealNode) -> anyhow::Result<()> {
-    let image = bundle_tool::image::build_binary_image(
-        &real::static_operator_binary()?,
-        &BTreeMap::from([(
-            "org.opencontainers.image.title".to_string(),
-            "redis-operator".to_string(),
-        )]),
-    )?;
-    node.push_as(OPERATOR_IMAGE, &image).await?;
-    real::push_redis_images_named(node, |version| {
-        mirror_path(&format!("docker.io/library/redis:{version}"))
-    })
-    .await?;
-    let exporter = Path::new("/usr/bin/prometheus-redis-exporter");
-    ensure!(
-        exporter.is_file(),
-        "{} is missing: install Debian's prometheus-redis-exporter (the README test command does)",
-        exporter.display()
-    );
-    node.push_programs(
-        &mirror_path(EXPORTER_IMAGE)?,
-        &[exporter],
-        Vec::new(),
-        &e2e::node::ContainerConfig {
-            entrypoint: vec!["/usr/bin/prometheus-redis-exporter".into()],
-            user: "59000:59000".into(),
-            ..e2e::node::ContainerConfig::default()
-        },
-    )
-    .await?;
-    Ok(())
 }
 
 #[tokio::test]
@@ -540,7 +390,10 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         !jobs.is_empty(),
         "no bundle unpack Job ran: the bundles were not served by bundlePath"
     );
-    check_operator_reconciles_real_redis(&cluster).await?;
+    olm_release::check_operator_reconciles_real_redis(cluster.node, &cluster.client, &|| {
+        cluster.describe()
+    })
+    .await?;
 
     // 4 and 5. Automatic approval on stable-v0 (the file as written), then releases.
     cluster.apply("subscription.yaml").await?;
@@ -594,7 +447,10 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
             120,
         )
         .await?;
-    check_operator_reconciles_real_redis(&cluster).await?;
+    olm_release::check_operator_reconciles_real_redis(cluster.node, &cluster.client, &|| {
+        cluster.describe()
+    })
+    .await?;
     compare_channels_with_committed_catalog(&checkout, &third)?;
 
     // 9. Uninstall.
@@ -840,76 +696,6 @@ async fn assert_registry_pod_is_restricted(cluster: &Cluster) -> anyhow::Result<
         "the registry pod does not run restricted: {} {}",
         value["spec"]["securityContext"],
         container["securityContext"]
-    );
-    Ok(())
-}
-
-/// The installed operator's pod runs and reconciles the sample RedisCluster to Ready with
-/// real Redis pods; a v1alpha1 read converts through the webhook OLM wired.
-async fn check_operator_reconciles_real_redis(cluster: &Cluster) -> anyhow::Result<()> {
-    let ns = SAMPLE_NAMESPACE;
-    if cluster
-        .node
-        .kubectl(&["get", "namespace", ns])?
-        .status
-        .success()
-    {
-        // Already running from an earlier version: the new operator takes it over.
-    } else {
-        cluster.node.namespace(&cluster.client, ns).await?;
-        let sample = std::fs::read_to_string(
-            repo().join("operator/config/samples/cache_v1_rediscluster.yaml"),
-        )?;
-        let mut sample: Value = serde_saphyr::from_str(&sample)?;
-        sample["metadata"]["namespace"] = json!(ns);
-        e2e::apply_objects(&cluster.client, &[sample]).await?;
-    }
-    let clusters: Api<RedisCluster> = Api::namespaced(cluster.client.clone(), ns);
-    cluster
-        .wait(
-            300,
-            "the sample RedisCluster Ready with real Redis",
-            || async {
-                let c = clusters.get("my-redis").await?;
-                let replicas = c.spec.replicas;
-                Ok(real::is_running(&c, replicas).then_some(()))
-            },
-        )
-        .await?;
-    // After an upgrade the InstallPlan writes the new bundle's CRD (its conversion webhook
-    // names the Service of the plain manifests) and olm-operator then points it at the
-    // Service OLM manages: conversion works once both have happened.
-    let output = cluster
-        .wait(
-            90,
-            "a v1alpha1 read through the conversion webhook",
-            || async {
-                let output = cluster.node.kubectl(&[
-                    "get",
-                    "redisclusters.v1alpha1.cache.example.com",
-                    "my-redis",
-                    "-n",
-                    ns,
-                    "-o",
-                    "json",
-                ])?;
-                if output.status.success() {
-                    return Ok(Some(output.stdout));
-                }
-                println!(
-                    "v1alpha1 read: {}",
-                    String::from_utf8_lossy(&output.stderr).trim()
-                );
-                Ok(None)
-            },
-        )
-        .await
-        .context("a v1alpha1 read (conversion webhook) failed")?;
-    let old: Value = serde_json::from_slice(&output)?;
-    ensure!(
-        old["apiVersion"] == "cache.example.com/v1alpha1",
-        "not converted: {}",
-        old["apiVersion"]
     );
     Ok(())
 }

@@ -20,6 +20,16 @@ COREDNS_VERSION=v1.15.0      # the real node's cluster DNS, run as a pod
 OPERATOR_CONTROLLER_VERSION=v1.11.0  # OLM v1: its CRD upgrade-safety preflight is check-upgrade's oracle
 GRPC_HEALTH_PROBE_VERSION=v0.4.62    # the probe OLM's registry pods exec, in the opm-based oracle catalog image
 CATALOGD_VERSION=$OPERATOR_CONTROLLER_VERSION  # OLM v1's catalogd (same module): the oracle of the HTTP view
+# operator-controller's own program (cmd/operator-controller) is not built: v1.11.0 imports
+# pkg.package-operator.run/boxcutter (its tracking cache is used on every path, not only under
+# the BoxcutterRuntime gate), and the Go module proxy refuses that module (403 for v0.10.0
+# through v0.16.0). The newest release the proxy serves without it is v1.5.1.
+# cert-manager, OLM v1's certificate provider for bundles with webhooks. v1.11.5 is the newest
+# release whose programs are in the root module: from v1.12 on each lives in a module of its
+# own (github.com/cert-manager/cert-manager/cmd/controller, ...), which the Go module proxy
+# does not serve (404 for every version tried, v1.12.17 to v1.19.2).
+CERT_MANAGER_VERSION=v1.11.5
+HELM_VERSION=v3.21.4         # renders cert-manager's chart into its static manifest, as its release does
 
 ASSET_CACHE=${ASSET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-olm-toolchain/assets}
 mkdir -p "$ASSET_CACHE"
@@ -424,9 +434,54 @@ build_catalogd() {
     github.com/operator-framework/operator-controller/cmd/catalogd
   local src
   src=$(module_dir "github.com/operator-framework/operator-controller@$CATALOGD_VERSION")
-  mkdir -p "$out/crds"
+  mkdir -p "$out/crds" "$out/manifests"
   cp "$src"/helm/olmv1/base/catalogd/crd/standard/olm.operatorframework.io_clustercatalogs.yaml "$out/crds/"
-  chmod -R u+w "$out/crds"
+  # The release's install manifest as the module has it (its Helm chart rendered with the
+  # standard feature set): OLM v1 on the real node is deployed from it.
+  cp "$src"/manifests/standard.yaml "$out/manifests/"
+  chmod -R u+w "$out/crds" "$out/manifests"
+}
+
+build_helm() {
+  local out=$1
+  wrapper_build helm.sh/helm/v3 "$HELM_VERSION" "" "-s -w" "$out" helm.sh/helm/v3/cmd/helm
+}
+
+# cert-manager's controller, cainjector and webhook, and its static manifest made the way its
+# release makes cert-manager.yaml (make/manifests.mk): the chart with the CRDs of deploy/crds
+# as templates/crds.yaml, version and appVersion set, `helm template` with installCRDs,
+# creator=static and no startupapicheck, after deploy/manifests/namespace.yaml.
+build_cert_manager() {
+  local out=$1
+  wrapper_build github.com/cert-manager/cert-manager "$CERT_MANAGER_VERSION" "" "-s -w" "$out" \
+    github.com/cert-manager/cert-manager/cmd/controller \
+    github.com/cert-manager/cert-manager/cmd/cainjector \
+    github.com/cert-manager/cert-manager/cmd/webhook
+  local src chart
+  src=$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")
+  chart=$PWD/chart/cert-manager
+  mkdir -p "$chart/templates"
+  cp "$src"/deploy/charts/cert-manager/templates/* "$chart/templates/"
+  cp "$src"/deploy/charts/cert-manager/values.yaml "$chart/"
+  sed -e "s/^version: .*/version: $CERT_MANAGER_VERSION/" -e "s/^appVersion: .*/appVersion: $CERT_MANAGER_VERSION/" \
+    "$src"/deploy/charts/cert-manager/Chart.template.yaml > "$chart/Chart.yaml"
+  {
+    echo '{{- if .Values.installCRDs }}'
+    local crd
+    for crd in "$src"/deploy/crds/*.yaml; do
+      echo '---'
+      cat "$crd"
+    done
+    echo '{{- end }}'
+  } > "$chart/templates/crds.yaml"
+  chmod -R u+w chart
+  mkdir -p "$out/manifests"
+  {
+    cat "$src"/deploy/manifests/namespace.yaml
+    echo '---'
+    "$ASSET_CACHE/helm-$HELM_VERSION/bin/helm" template --kube-version="$K8S_VERSION" --api-versions="" --namespace=cert-manager \
+      --set=installCRDs=true --set=creator=static --set=startupapicheck.enabled=false cert-manager "$chart"
+  } > "$out/manifests/cert-manager.yaml"
 }
 
 done_or_build etcd "$ETCD_VERSION" build_etcd
@@ -446,7 +501,11 @@ done_or_build coredns "$COREDNS_VERSION" build_coredns
 done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
 done_or_build olm-crd-oracle "$OLM_VERSION" build_olm_crd_oracle
 done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
-done_or_build catalogd "$CATALOGD_VERSION" build_catalogd
+# "+manifests": standard.yaml joined the entry.
+CATALOGD_KEY="$CATALOGD_VERSION+manifests"
+done_or_build catalogd "$CATALOGD_KEY" build_catalogd
+done_or_build helm "$HELM_VERSION" build_helm
+done_or_build cert-manager "$CERT_MANAGER_VERSION" build_cert_manager
 
 # One line per component, read by the Rust harness (tests/src/assets.rs).
 cat > "$ASSET_CACHE/index.env" <<INDEX
@@ -461,6 +520,7 @@ COREDNS=$ASSET_CACHE/coredns-$COREDNS_VERSION
 CRD_PREFLIGHT=$ASSET_CACHE/crd-preflight-$OPERATOR_CONTROLLER_VERSION
 OLM_CRD_ORACLE=$ASSET_CACHE/olm-crd-oracle-$OLM_VERSION
 GRPC_HEALTH_PROBE=$ASSET_CACHE/grpc-health-probe-$GRPC_HEALTH_PROBE_VERSION
-CATALOGD=$ASSET_CACHE/catalogd-$CATALOGD_VERSION
+CATALOGD=$ASSET_CACHE/catalogd-$CATALOGD_KEY
+CERT_MANAGER=$ASSET_CACHE/cert-manager-$CERT_MANAGER_VERSION
 INDEX
 echo "$ASSET_CACHE"

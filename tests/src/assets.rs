@@ -156,6 +156,31 @@ impl Assets {
         yaml_files(&self.component("CATALOGD")?.join("crds"))
     }
 
+    /// OLM v1's install manifest as the module has it (`manifests/standard.yaml`: the Helm
+    /// chart rendered with the standard feature set).
+    pub fn olm_v1_manifest(&self) -> anyhow::Result<PathBuf> {
+        self.file("CATALOGD", "manifests/standard.yaml")
+    }
+
+    /// cert-manager's `controller`, `cainjector` or `webhook`.
+    pub fn cert_manager(&self, name: &str) -> anyhow::Result<PathBuf> {
+        self.program("CERT_MANAGER", name)
+    }
+
+    /// cert-manager's static manifest, rendered from its chart as its release renders
+    /// `cert-manager.yaml` (namespace, CRDs, RBAC, the three Deployments, the webhooks).
+    pub fn cert_manager_manifest(&self) -> anyhow::Result<PathBuf> {
+        self.file("CERT_MANAGER", "manifests/cert-manager.yaml")
+    }
+
+    fn file(&self, component: &str, relative: &str) -> anyhow::Result<PathBuf> {
+        let path = self.component(component)?.join(relative);
+        if !path.is_file() {
+            bail!("{} is missing; {BUILD_HINT}", path.display());
+        }
+        Ok(path)
+    }
+
     /// OLM's CustomResourceDefinitions from the same release.
     pub fn olm_crds(&self) -> anyhow::Result<Vec<PathBuf>> {
         yaml_files(&self.component("OLM")?.join("crds"))

@@ -23,6 +23,7 @@ mod fault_proxy;
 pub mod node;
 pub mod olm;
 pub mod olm_on_node;
+pub mod olm_v1_on_node;
 pub mod operator_sdk;
 mod pki;
 mod ports;

@@ -195,7 +195,7 @@ impl OlmOnNode {
 }
 
 /// The documents of a YAML stream as JSON, comments-only ones left out.
-fn documents(text: &str) -> anyhow::Result<Vec<Value>> {
+pub(crate) fn documents(text: &str) -> anyhow::Result<Vec<Value>> {
     let mut out = Vec::new();
     for document in text.split("\n---") {
         let value: Value = serde_saphyr::from_str(document)

@@ -1,0 +1,260 @@
+//! What the OLM v0 and OLM v1 real-node tests share: a clean checkout that `bundle-tool
+//! release` publishes from, the images the Redis bundle names, and the check that an
+//! installed operator runs and reconciles the sample with real Redis.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use e2e::node::{RealNode, mirror_path};
+use kube::api::Api;
+use redis_operator::api::v1::RedisCluster;
+use serde_json::{Value, json};
+
+use crate::real;
+
+/// Where the sample RedisCluster runs.
+pub const SAMPLE_NAMESPACE: &str = "redis-olm-sample";
+
+/// The names the repository's files give the images (bundle-tool.yaml, olm/, the manifests).
+pub const CATALOG_IMAGE: &str = "quay.io/example/redis-operator-catalog:latest";
+pub const OPERATOR_IMAGE: &str = "quay.io/example/redis-operator:0.1.0";
+pub const EXPORTER_IMAGE: &str = "quay.io/oliver006/redis_exporter:v1.62.0";
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+/// A clean copy of the repository's release inputs, with an empty catalog (no release yet).
+pub struct Checkout {
+    dir: tempfile::TempDir,
+}
+
+impl Checkout {
+    pub fn new() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let root = repo();
+        std::fs::copy(
+            root.join("bundle-tool.yaml"),
+            dir.path().join("bundle-tool.yaml"),
+        )?;
+        for folder in ["operator/config", "catalog"] {
+            e2e::copy_dir(&root.join(folder), &dir.path().join(folder))?;
+        }
+        // The released versions go in again, one release at a time: the rendered catalog goes,
+        // and the template keeps its settings but lists no bundle yet (its archetype lists
+        // are the last part of the file).
+        std::fs::remove_file(dir.path().join("catalog/redis-operator/catalog.json"))?;
+        let template_path = dir.path().join("catalog/template.yaml");
+        let template = std::fs::read_to_string(&template_path)?;
+        let settings = template
+            .split("\ncandidate:")
+            .next()
+            .filter(|head| head.len() < template.len())
+            .context("catalog/template.yaml has no candidate list")?;
+        std::fs::write(&template_path, format!("{settings}\n"))?;
+        Ok(Checkout { dir })
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `bundle-tool release` of `version` into `channels`, pushed to the cluster registry;
+    /// returns its JSON summary.
+    pub fn release(&self, node: &RealNode, version: &str, channels: &str) -> anyhow::Result<Value> {
+        let registry = node.registry();
+        let started = Instant::now();
+        let output = Command::new(e2e::bundle_tool_binary())
+            .current_dir(self.root())
+            .env(
+                bundle_tool::image::SERVER_BINARY_VARIABLE,
+                static_bundle_tool()?,
+            )
+            .args([
+                "release",
+                "--config",
+                "bundle-tool.yaml",
+                "--version",
+                version,
+            ])
+            .args(["--channels", channels])
+            .arg(format!(
+                "--bundle-image={registry}/example/redis-operator-bundle"
+            ))
+            .arg(format!(
+                "--catalog-image={registry}/{}",
+                mirror_path(CATALOG_IMAGE)?
+            ))
+            .args(["--push", "--plain-http", "-o", "json"])
+            .output()?;
+        ensure!(
+            output.status.success(),
+            "bundle-tool release {version} failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        println!(
+            "bundle-tool release {version}: {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(serde_json::from_slice(&output.stdout)?)
+    }
+}
+
+/// The statically linked bundle-tool the README test command builds, for the catalog image.
+pub fn static_bundle_tool() -> anyhow::Result<PathBuf> {
+    let binary = repo().join("target/x86_64-unknown-linux-gnu/debug/bundle-tool");
+    let built = std::fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .map_err(|e| anyhow::anyhow!("{}: {e}: run RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build -p bundle-tool --target x86_64-unknown-linux-gnu (the README test command does)", binary.display()))?;
+    let ours = std::fs::metadata(e2e::bundle_tool_binary())?.modified()?;
+    // Both come from the same sources; a static build much older than the other is stale.
+    ensure!(
+        built + Duration::from_secs(3600) >= ours,
+        "{} is older than target/debug/bundle-tool: rebuild it (the README test command does)",
+        binary.display()
+    );
+    Ok(binary)
+}
+
+/// The operator image (the static build, as a release makes it), the Redis images under the
+/// names the operator's manifests give them, and an exporter image.
+pub async fn push_workload_images(node: &RealNode) -> anyhow::Result<()> {
+    let image = bundle_tool::image::build_binary_image(
+        &real::static_operator_binary()?,
+        &BTreeMap::from([(
+            "org.opencontainers.image.title".to_string(),
+            "redis-operator".to_string(),
+        )]),
+    )?;
+    node.push_as(OPERATOR_IMAGE, &image).await?;
+    real::push_redis_images_named(node, |version| {
+        mirror_path(&format!("docker.io/library/redis:{version}"))
+    })
+    .await?;
+    let exporter = Path::new("/usr/bin/prometheus-redis-exporter");
+    ensure!(
+        exporter.is_file(),
+        "{} is missing: install Debian's prometheus-redis-exporter (the README test command does)",
+        exporter.display()
+    );
+    node.push_programs(
+        &mirror_path(EXPORTER_IMAGE)?,
+        &[exporter],
+        Vec::new(),
+        &e2e::node::ContainerConfig {
+            entrypoint: vec!["/usr/bin/prometheus-redis-exporter".into()],
+            user: "59000:59000".into(),
+            ..e2e::node::ContainerConfig::default()
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Waits up to `seconds` for `check`, printing how long it took; on time-out fails with
+/// `describe()` (the calling test's report of the cluster).
+pub async fn wait_for<T, F, Fut>(
+    node: &RealNode,
+    describe: &dyn Fn() -> String,
+    seconds: u64,
+    what: &str,
+    check: F,
+) -> anyhow::Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let started = Instant::now();
+    let result = e2e::eventually(Duration::from_secs(seconds), what, || async {
+        node.check_running()?;
+        check().await
+    })
+    .await;
+    match result {
+        Ok(value) => {
+            println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+            Ok(value)
+        }
+        Err(error) => anyhow::bail!("{error:#}\n{}", describe()),
+    }
+}
+
+/// The installed operator's pod runs and reconciles the sample RedisCluster to Ready with
+/// real Redis pods; a v1alpha1 read converts through the conversion webhook, on the
+/// certificate the installing OLM manages.
+pub async fn check_operator_reconciles_real_redis(
+    node: &RealNode,
+    client: &kube::Client,
+    describe: &dyn Fn() -> String,
+) -> anyhow::Result<()> {
+    let ns = SAMPLE_NAMESPACE;
+    if node.kubectl(&["get", "namespace", ns])?.status.success() {
+        // Already running from an earlier version: the new operator takes it over.
+    } else {
+        node.namespace(client, ns).await?;
+        let sample = std::fs::read_to_string(
+            repo().join("operator/config/samples/cache_v1_rediscluster.yaml"),
+        )?;
+        let mut sample: Value = serde_saphyr::from_str(&sample)?;
+        sample["metadata"]["namespace"] = json!(ns);
+        e2e::apply_objects(client, &[sample]).await?;
+    }
+    let clusters: Api<RedisCluster> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        node,
+        describe,
+        300,
+        "the sample RedisCluster Ready with real Redis",
+        || async {
+            let c = clusters.get("my-redis").await?;
+            let replicas = c.spec.replicas;
+            Ok(real::is_running(&c, replicas).then_some(()))
+        },
+    )
+    .await?;
+    // After an upgrade the new bundle's CRD may for a moment name a Service or CA that is not
+    // yet the one serving: conversion works once OLM has wired both.
+    let output = wait_for(
+        node,
+        describe,
+        90,
+        "a v1alpha1 read through the conversion webhook",
+        || async {
+            let output = node.kubectl(&[
+                "get",
+                "redisclusters.v1alpha1.cache.example.com",
+                "my-redis",
+                "-n",
+                ns,
+                "-o",
+                "json",
+            ])?;
+            if output.status.success() {
+                return Ok(Some(output.stdout));
+            }
+            println!(
+                "v1alpha1 read: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+            Ok(None)
+        },
+    )
+    .await
+    .context("a v1alpha1 read (conversion webhook) failed")?;
+    let old: Value = serde_json::from_slice(&output)?;
+    ensure!(
+        old["apiVersion"] == "cache.example.com/v1alpha1",
+        "not converted: {}",
+        old["apiVersion"]
+    );
+    Ok(())
+}

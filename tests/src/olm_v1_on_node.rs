@@ -1,0 +1,319 @@
+//! OLM v1 installed the way its release installs it, running as pods on the real node:
+//! cert-manager first (its static manifest, rendered from its chart as its release renders
+//! `cert-manager.yaml`), then operator-controller v1.11.0's `manifests/standard.yaml`
+//! (catalogd, its CRDs, RBAC, the cert-manager CA, Issuers and Certificates, catalogd's
+//! mutating webhook). Both are applied as written but for:
+//!
+//! - the images the manifests name (`quay.io/jetstack/cert-manager-*:v1.11.5`,
+//!   `quay.io/operator-framework/catalogd:devel`) are built here from the pinned binaries and
+//!   pushed to the cluster registry, which mirrors quay.io; nothing in the manifests is edited
+//!   for that;
+//! - operator-controller's Deployment is left out: its v1.11.0 program cannot be built here
+//!   (it imports `pkg.package-operator.run/boxcutter`, which the Go module proxy refuses; see
+//!   tests/assets/build-go-assets.sh). Its other objects (RBAC, Service, Certificate, the
+//!   ClusterExtension CRD) are applied, and cert-manager issues its certificate;
+//! - catalogd pulls catalog images itself (containers/image, not the node's containerd), so
+//!   it gets the cluster's mirror as containers/image configuration: a ConfigMap holding
+//!   `registries.conf` (quay.io and docker.io mirrored by the cluster registry over plain
+//!   HTTP) and `policy.json`, mounted at `/etc/containers` by a patch of the Deployment, as an
+//!   admin of such a cluster patches it;
+//! - the `cert-manager` and `olmv1-system` namespaces are created first, pinned to the real
+//!   node, and the node carries the `node-role.kubernetes.io/control-plane` label that
+//!   standard.yaml's Deployments select.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use crate::assets::Assets;
+use crate::node::{ContainerConfig, RealNode, RootfsEntry};
+use crate::olm_on_node::documents;
+use crate::{ControlPlane, eventually};
+
+/// Where OLM v1 runs (standard.yaml's namespace).
+pub const OLM_V1_NAMESPACE: &str = "olmv1-system";
+/// Where cert-manager runs.
+pub const CERT_MANAGER_NAMESPACE: &str = "cert-manager";
+/// The ConfigMap of containers/image configuration mounted at `/etc/containers`.
+pub const CONTAINERS_CONFIG: &str = "containers-registries";
+
+/// The Deployments of each, in the order they come up.
+const CERT_MANAGER_DEPLOYMENTS: [&str; 3] = [
+    "cert-manager",
+    "cert-manager-cainjector",
+    "cert-manager-webhook",
+];
+const OLM_V1_DEPLOYMENTS: [&str; 1] = ["catalogd-controller-manager"];
+/// The Deployment of standard.yaml that is not applied (see the module's documentation).
+const OPERATOR_CONTROLLER_DEPLOYMENT: &str = "operator-controller-controller-manager";
+
+/// OLM v1's catalogd and cert-manager, up on the real node.
+pub struct OlmV1OnNode {
+    _private: (),
+}
+
+impl OlmV1OnNode {
+    /// Builds and pushes the images, applies cert-manager and then OLM v1, and waits until
+    /// every Deployment applied is available.
+    pub async fn deploy(plane: &ControlPlane, node: &RealNode) -> anyhow::Result<Self> {
+        let assets = Assets::locate()?;
+        let client = plane.client().await?;
+        push_cert_manager_images(node, &assets).await?;
+        push_olm_v1_images(node, &assets).await?;
+        for namespace in [CERT_MANAGER_NAMESPACE, OLM_V1_NAMESPACE] {
+            node.namespace(&client, namespace).await?;
+        }
+        let nodes: Api<Node> = Api::all(client.clone());
+        nodes
+            .patch(
+                crate::node::NODE_NAME,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {
+                    "node-role.kubernetes.io/control-plane": ""}}})),
+            )
+            .await
+            .context("labelling the real node as standard.yaml's Deployments select")?;
+
+        let cert_manager = std::fs::read_to_string(assets.cert_manager_manifest()?)?;
+        apply_documents(&client, &cert_manager).await?;
+        let this = OlmV1OnNode { _private: () };
+        this.wait_available(
+            &client,
+            node,
+            CERT_MANAGER_NAMESPACE,
+            &CERT_MANAGER_DEPLOYMENTS,
+        )
+        .await?;
+        // cert-manager's webhook refuses nothing until cainjector has put its CA into the
+        // webhook configurations (failurePolicy Fail): standard.yaml's Certificates wait for it.
+        let webhooks: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        eventually(
+            Duration::from_secs(120),
+            "cainjector to inject the CA into cert-manager's webhook",
+            || async {
+                let config = webhooks.get_opt("cert-manager-webhook").await?;
+                Ok(config
+                    .and_then(|c| c.webhooks)
+                    .and_then(|w| w.first().and_then(|w| w.client_config.ca_bundle.clone()))
+                    .filter(|ca| !ca.0.is_empty())
+                    .map(|_| ()))
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", this.describe(node)))?;
+
+        let standard = std::fs::read_to_string(assets.olm_v1_manifest()?)?;
+        let mut objects = documents(&standard)?;
+        objects.retain(|o| {
+            !(o["kind"] == "Deployment" && o["metadata"]["name"] == OPERATOR_CONTROLLER_DEPLOYMENT)
+        });
+        for object in &mut objects {
+            if object["kind"] == "Deployment" {
+                mount_containers_config(object);
+            }
+        }
+        crate::apply_objects(&client, &[containers_config(&node.registry())]).await?;
+        // The webhook may still refuse the first requests while its serving certificate loads.
+        eventually(
+            Duration::from_secs(60),
+            "standard.yaml applied (cert-manager's webhook answering)",
+            || async {
+                match crate::apply_objects(&client, &objects).await {
+                    Ok(()) => Ok(Some(())),
+                    Err(error) if format!("{error:#}").contains("cert-manager-webhook") => Ok(None),
+                    Err(error) => Err(error),
+                }
+            },
+        )
+        .await?;
+        this.wait_available(&client, node, OLM_V1_NAMESPACE, &OLM_V1_DEPLOYMENTS)
+            .await?;
+        Ok(this)
+    }
+
+    async fn wait_available(
+        &self,
+        client: &kube::Client,
+        node: &RealNode,
+        namespace: &str,
+        names: &[&str],
+    ) -> anyhow::Result<()> {
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        eventually(
+            Duration::from_secs(240),
+            &format!("{names:?} available in {namespace}"),
+            || async {
+                node.check_running()?;
+                for name in names {
+                    let available = deployments
+                        .get_opt(name)
+                        .await?
+                        .and_then(|d| d.status)
+                        .and_then(|s| s.available_replicas)
+                        .unwrap_or(0);
+                    if available < 1 {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(()))
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", self.describe(node)))
+    }
+
+    /// The pods of both and the end of each controller's log, for failure messages.
+    pub fn describe(&self, node: &RealNode) -> String {
+        let mut out = String::new();
+        for namespace in [CERT_MANAGER_NAMESPACE, OLM_V1_NAMESPACE] {
+            if let Ok(pods) =
+                node.kubectl(&["get", "pods,certificates", "-n", namespace, "-o", "wide"])
+            {
+                out.push_str(&String::from_utf8_lossy(&pods.stdout));
+                out.push_str(&String::from_utf8_lossy(&pods.stderr));
+            }
+        }
+        let deployments = CERT_MANAGER_DEPLOYMENTS
+            .iter()
+            .map(|d| (CERT_MANAGER_NAMESPACE, *d))
+            .chain(OLM_V1_DEPLOYMENTS.iter().map(|d| (OLM_V1_NAMESPACE, *d)));
+        for (namespace, deployment) in deployments {
+            if let Ok(logs) = node.kubectl(&[
+                "logs",
+                "-n",
+                namespace,
+                &format!("deployment/{deployment}"),
+                "--tail=30",
+            ]) {
+                out.push_str(&format!(
+                    "--- {deployment} ---\n{}{}",
+                    String::from_utf8_lossy(&logs.stdout),
+                    String::from_utf8_lossy(&logs.stderr)
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Applies a manifest's CRDs first (waiting until each is served), then the rest.
+async fn apply_documents(client: &kube::Client, text: &str) -> anyhow::Result<()> {
+    let objects = documents(text)?;
+    for crd in objects
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+    {
+        let crd = serde_json::from_value(crd.clone()).context("a CRD of the manifest")?;
+        crate::apply_crd(client, &crd).await?;
+    }
+    let rest: Vec<Value> = objects
+        .into_iter()
+        .filter(|o| o["kind"] != "CustomResourceDefinition")
+        .collect();
+    crate::apply_objects(client, &rest).await
+}
+
+/// containers/image configuration as an admin of a cluster with a private mirror writes it:
+/// quay.io and docker.io come from the cluster registry over plain HTTP (as does anything
+/// named by the registry's own address), and any image is accepted (no signatures are
+/// published for these test images).
+fn containers_config(registry: &str) -> Value {
+    let registries = format!(
+        "[[registry]]\nprefix = \"quay.io\"\nlocation = \"quay.io\"\n\
+         [[registry.mirror]]\nlocation = \"{registry}\"\ninsecure = true\n\n\
+         [[registry]]\nprefix = \"docker.io\"\nlocation = \"docker.io\"\n\
+         [[registry.mirror]]\nlocation = \"{registry}\"\ninsecure = true\n\n\
+         [[registry]]\nlocation = \"{registry}\"\ninsecure = true\n"
+    );
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONTAINERS_CONFIG, "namespace": OLM_V1_NAMESPACE},
+        "data": {
+            "registries.conf": registries,
+            "policy.json": "{\"default\": [{\"type\": \"insecureAcceptAnything\"}]}\n",
+        },
+    })
+}
+
+/// Adds the containers/image ConfigMap at `/etc/containers` to a Deployment's `manager`.
+fn mount_containers_config(deployment: &mut Value) {
+    let spec = &mut deployment["spec"]["template"]["spec"];
+    if let Some(volumes) = spec["volumes"].as_array_mut() {
+        volumes.push(json!({"name": "containers-config",
+            "configMap": {"name": CONTAINERS_CONFIG}}));
+    }
+    for container in spec["containers"].as_array_mut().into_iter().flatten() {
+        if container["name"] == "manager"
+            && let Some(mounts) = container["volumeMounts"].as_array_mut()
+        {
+            mounts.push(json!({"name": "containers-config",
+                "mountPath": "/etc/containers", "readOnly": true}));
+        }
+    }
+}
+
+/// cert-manager's images as its chart names them, each the one program as upstream's
+/// distroless image has it: the entrypoint, user 1000.
+async fn push_cert_manager_images(node: &RealNode, assets: &Assets) -> anyhow::Result<()> {
+    let version = assets
+        .version_of("CERT_MANAGER")
+        .context("the asset index has no cert-manager version")?;
+    for program in ["controller", "cainjector", "webhook"] {
+        let image = bundle_tool::image::build_rootfs_image(
+            &[
+                RootfsEntry::File {
+                    path: format!("/app/cmd/{program}/{program}"),
+                    source: assets.cert_manager(program)?,
+                    mode: 0o755,
+                },
+                RootfsEntry::Dir {
+                    path: "/tmp".into(),
+                    mode: 0o1777,
+                },
+            ],
+            &ContainerConfig {
+                entrypoint: vec![format!("/app/cmd/{program}/{program}")],
+                user: "1000".into(),
+                ..ContainerConfig::default()
+            },
+        )?;
+        node.push_as(
+            &format!("quay.io/jetstack/cert-manager-{program}:{version}"),
+            &image,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// catalogd under the `devel` tag standard.yaml names, laid out as upstream's Dockerfile lays
+/// it out (`/catalogd`, run as `./catalogd` from `/`), user 65532 as its distroless base.
+async fn push_olm_v1_images(node: &RealNode, assets: &Assets) -> anyhow::Result<()> {
+    let image = bundle_tool::image::build_rootfs_image(
+        &[
+            RootfsEntry::File {
+                path: "/catalogd".into(),
+                source: assets.catalogd()?,
+                mode: 0o755,
+            },
+            RootfsEntry::Dir {
+                path: "/etc/containers".into(),
+                mode: 0o755,
+            },
+        ],
+        &ContainerConfig {
+            entrypoint: vec!["/catalogd".into()],
+            user: "65532:65532".into(),
+            ..ContainerConfig::default()
+        },
+    )?;
+    node.push_as("quay.io/operator-framework/catalogd:devel", &image)
+        .await?;
+    Ok(())
+}
