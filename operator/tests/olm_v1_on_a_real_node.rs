@@ -226,12 +226,18 @@ async fn catalogd_serves_each_release_of_the_catalog_image() -> anyhow::Result<(
         "ClusterCatalog applied → Serving: {:.1} s",
         catalog_started.elapsed().as_secs_f64()
     );
-    let catalog = cluster.catalogs().get(CATALOG).await?.data;
+    let catalog = cluster.catalogs().get(CATALOG).await?;
+    let label = catalog
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("olm.operatorframework.io/metadata.name"));
     ensure!(
-        catalog["metadata"]["labels"]["olm.operatorframework.io/metadata.name"] == CATALOG,
-        "catalogd's mutating webhook did not label the ClusterCatalog: {}",
-        catalog["metadata"]
+        label.map(String::as_str) == Some(CATALOG),
+        "catalogd's mutating webhook did not label the ClusterCatalog: {:?}",
+        catalog.metadata.labels
     );
+    let catalog = catalog.data;
     let base = catalog["status"]["urls"]["base"]
         .as_str()
         .unwrap_or_default();

@@ -95,9 +95,7 @@ impl Assets {
     /// component (`coredns-v1.15.0` gives `v1.15.0`).
     pub fn version_of(&self, component: &str) -> Option<String> {
         let dir = self.index.get(component)?;
-        let name = Path::new(dir).file_name()?.to_string_lossy().into_owned();
-        let version = name.split_once('-')?.1;
-        Some(version.split('+').next().unwrap_or(version).to_string())
+        version_in_folder_name(&Path::new(dir).file_name()?.to_string_lossy())
     }
 
     /// The Kubernetes version the binaries were built as (e.g. `v1.36.3`).
@@ -187,6 +185,13 @@ impl Assets {
     }
 }
 
+/// `cert-manager-v1.11.5` → `v1.11.5`, `olm-v0.46.0+images` → `v0.46.0`: the version starts
+/// at the last `-v` (component names have dashes of their own), the cache key's `+…` dropped.
+fn version_in_folder_name(name: &str) -> Option<String> {
+    let version = &name[name.rfind("-v")? + 1..];
+    Some(version.split('+').next().unwrap_or(version).to_string())
+}
+
 fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}; {BUILD_HINT}", dir.display()))?
@@ -223,4 +228,26 @@ pub fn compiled_module_version(binary: &std::path::Path, module: &str) -> anyhow
         }
     }
     anyhow::bail!("{} has no build information for {module}", binary.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_in_folder_name;
+
+    #[test]
+    fn a_version_is_read_after_the_component_name_with_its_dashes() {
+        for (name, version) in [
+            ("coredns-v1.15.0", "v1.15.0"),
+            ("cert-manager-v1.11.5", "v1.11.5"),
+            ("grpc-health-probe-v0.4.62", "v0.4.62"),
+            ("olm-v0.46.0+images", "v0.46.0"),
+        ] {
+            assert_eq!(
+                version_in_folder_name(name).as_deref(),
+                Some(version),
+                "{name}"
+            );
+        }
+        assert_eq!(version_in_folder_name("unversioned"), None);
+    }
 }

@@ -112,6 +112,7 @@ impl OlmV1OnNode {
         objects.retain(|o| {
             !(o["kind"] == "Deployment" && o["metadata"]["name"] == OPERATOR_CONTROLLER_DEPLOYMENT)
         });
+        let direct_injection = move_direct_injection_out_of_secret_templates(&mut objects);
         for object in &mut objects {
             if object["kind"] == "Deployment" {
                 mount_containers_config(object);
@@ -131,6 +132,7 @@ impl OlmV1OnNode {
             },
         )
         .await?;
+        annotate_secrets(&client, &direct_injection).await?;
         this.wait_available(&client, node, OLM_V1_NAMESPACE, &OLM_V1_DEPLOYMENTS)
             .await?;
         Ok(this)
@@ -199,6 +201,73 @@ impl OlmV1OnNode {
         }
         out
     }
+}
+
+/// The annotation that lets cainjector copy a CA from a Secret (`inject-ca-from-secret`).
+const DIRECT_INJECTION: &str = "cert-manager.io/allow-direct-injection";
+
+/// standard.yaml asks for its CA Secret to carry [`DIRECT_INJECTION`] through the
+/// Certificate's `secretTemplate`; cert-manager v1.11.5's webhook refuses that ("cert-manager.io/*
+/// annotations are not allowed", a rule later releases relaxed for this annotation). So the
+/// annotation is taken out of each such Certificate and put on its Secret once issued, which
+/// is what the template would have done. Returns the Secrets, as (namespace, name).
+fn move_direct_injection_out_of_secret_templates(objects: &mut [Value]) -> Vec<(String, String)> {
+    let mut secrets = Vec::new();
+    for object in objects.iter_mut().filter(|o| o["kind"] == "Certificate") {
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let spec = &mut object["spec"];
+        let Some(annotations) = spec["secretTemplate"]["annotations"].as_object_mut() else {
+            continue;
+        };
+        if annotations.remove(DIRECT_INJECTION).is_none() {
+            continue;
+        }
+        if annotations.is_empty() {
+            if let Some(template) = spec["secretTemplate"].as_object_mut() {
+                template.remove("annotations");
+            }
+        }
+        if spec["secretTemplate"]
+            .as_object()
+            .is_some_and(|t| t.is_empty())
+        {
+            if let Some(spec) = spec.as_object_mut() {
+                spec.remove("secretTemplate");
+            }
+        }
+        secrets.push((
+            namespace,
+            spec["secretName"].as_str().unwrap_or_default().to_string(),
+        ));
+    }
+    secrets
+}
+
+/// Puts [`DIRECT_INJECTION`] on each Secret once cert-manager has issued it.
+async fn annotate_secrets(
+    client: &kube::Client,
+    secrets: &[(String, String)],
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Secret;
+    for (namespace, name) in secrets {
+        let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        eventually(
+            Duration::from_secs(120),
+            &format!("cert-manager to issue the Secret {namespace}/{name}"),
+            || async { Ok(api.get_opt(name).await?.map(|_| ())) },
+        )
+        .await?;
+        api.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {DIRECT_INJECTION: "true"}}})),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Applies a manifest's CRDs first (waiting until each is served), then the rest.
