@@ -41,7 +41,7 @@ if [ -n "$missing" ]; then
 fi
 command -v cargo >/dev/null || fail "cargo is missing: install Rust (1.89 or newer) with rustup"
 
-say "Go programs (etcd, Kubernetes, kwok, OLM, opm, operator-sdk, CoreDNS) into the cache"
+say "Go programs (etcd, Kubernetes, kwok, OLM, opm, operator-sdk, CoreDNS, catalogd, cert-manager, helm) into the cache"
 tests/assets/build-go-assets.sh
 
 say "format and lints"
