@@ -51,7 +51,6 @@ use olm_release::{
 };
 
 /// The cluster's view of OLM's objects.
-
 struct Cluster {
     plane: &'static ControlPlane,
     client: kube::Client,

@@ -225,18 +225,17 @@ fn move_direct_injection_out_of_secret_templates(objects: &mut [Value]) -> Vec<(
         if annotations.remove(DIRECT_INJECTION).is_none() {
             continue;
         }
-        if annotations.is_empty() {
-            if let Some(template) = spec["secretTemplate"].as_object_mut() {
-                template.remove("annotations");
-            }
+        if annotations.is_empty()
+            && let Some(template) = spec["secretTemplate"].as_object_mut()
+        {
+            template.remove("annotations");
         }
         if spec["secretTemplate"]
             .as_object()
             .is_some_and(|t| t.is_empty())
+            && let Some(spec) = spec.as_object_mut()
         {
-            if let Some(spec) = spec.as_object_mut() {
-                spec.remove("secretTemplate");
-            }
+            spec.remove("secretTemplate");
         }
         secrets.push((
             namespace,
