@@ -109,11 +109,7 @@ impl Cluster {
 
     /// Applies a file of `olm/` as written.
     async fn apply(&self, name: &str) -> anyhow::Result<()> {
-        let path = repo().join("olm").join(name);
-        let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
-        e2e::olm::apply_yaml(&self.client, &text)
-            .await
-            .with_context(|| format!("applying olm/{name}"))
+        olm_release::apply_olm_file(&self.client, name).await
     }
 
     /// What OLM's pods, plans and logs say, for failure messages.

@@ -26,7 +26,7 @@ use e2e::ControlPlane;
 use e2e::node::{RealNode, mirror_path};
 use e2e::olm_v1_on_node::{OLM_V1_NAMESPACE, OlmV1OnNode};
 use kube::api::{Api, ApiResource, DynamicObject};
-use olm_release::{CATALOG_IMAGE, Checkout, repo, wait_for};
+use olm_release::{CATALOG_IMAGE, Checkout, wait_for};
 use serde_json::Value;
 
 const CATALOG: &str = "redis-operator-catalog";
@@ -56,11 +56,7 @@ impl Cluster {
     }
 
     async fn apply(&self, name: &str) -> anyhow::Result<()> {
-        let path = repo().join("olm").join(name);
-        let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
-        e2e::olm::apply_yaml(&self.client, &text)
-            .await
-            .with_context(|| format!("applying olm/{name}"))
+        olm_release::apply_olm_file(&self.client, name).await
     }
 
     fn describe(&self) -> String {

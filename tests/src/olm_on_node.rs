@@ -176,21 +176,23 @@ impl OlmOnNode {
             out.push_str(&String::from_utf8_lossy(&pods.stdout));
         }
         for deployment in ["olm-operator", "catalog-operator", "packageserver"] {
-            if let Ok(logs) = node.kubectl(&[
-                "logs",
-                "-n",
-                OLM_NAMESPACE,
-                &format!("deployment/{deployment}"),
-                "--tail=25",
-            ]) {
-                out.push_str(&format!(
-                    "--- {deployment} ---\n{}{}",
-                    String::from_utf8_lossy(&logs.stdout),
-                    String::from_utf8_lossy(&logs.stderr)
-                ));
-            }
+            out.push_str(&deployment_log(node, OLM_NAMESPACE, deployment));
         }
         out
+    }
+}
+
+/// The end of a Deployment's log (or why it could not be read), headed by its name, for
+/// failure messages.
+pub(crate) fn deployment_log(node: &RealNode, namespace: &str, deployment: &str) -> String {
+    let target = format!("deployment/{deployment}");
+    match node.kubectl(&["logs", "-n", namespace, &target, "--tail=30"]) {
+        Ok(logs) => format!(
+            "--- {deployment} ---\n{}{}",
+            String::from_utf8_lossy(&logs.stdout),
+            String::from_utf8_lossy(&logs.stderr)
+        ),
+        Err(error) => format!("--- {deployment} ---\n{error:#}\n"),
     }
 }
 

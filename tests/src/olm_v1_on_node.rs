@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::assets::Assets;
 use crate::node::{ContainerConfig, RealNode, RootfsEntry};
-use crate::olm_on_node::documents;
+use crate::olm_on_node::{deployment_log, documents};
 use crate::{ControlPlane, eventually};
 
 /// Where OLM v1 runs (standard.yaml's namespace).
@@ -185,19 +185,7 @@ impl OlmV1OnNode {
             .map(|d| (CERT_MANAGER_NAMESPACE, *d))
             .chain(OLM_V1_DEPLOYMENTS.iter().map(|d| (OLM_V1_NAMESPACE, *d)));
         for (namespace, deployment) in deployments {
-            if let Ok(logs) = node.kubectl(&[
-                "logs",
-                "-n",
-                namespace,
-                &format!("deployment/{deployment}"),
-                "--tail=30",
-            ]) {
-                out.push_str(&format!(
-                    "--- {deployment} ---\n{}{}",
-                    String::from_utf8_lossy(&logs.stdout),
-                    String::from_utf8_lossy(&logs.stderr)
-                ));
-            }
+            out.push_str(&deployment_log(node, namespace, deployment));
         }
         out
     }

@@ -32,6 +32,15 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
+/// Applies a file of `olm/` as written.
+pub async fn apply_olm_file(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    let path = repo().join("olm").join(name);
+    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    e2e::olm::apply_yaml(client, &text)
+        .await
+        .with_context(|| format!("applying olm/{name}"))
+}
+
 /// A clean copy of the repository's release inputs, with an empty catalog (no release yet).
 pub struct Checkout {
     dir: tempfile::TempDir,
