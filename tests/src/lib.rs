@@ -16,6 +16,7 @@
 
 mod api_fault_proxy;
 pub mod assets;
+pub mod bench_run;
 pub mod catalogd;
 mod control_plane;
 pub mod corpus;
