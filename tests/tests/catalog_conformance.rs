@@ -332,6 +332,105 @@ fn broken_variants_get_the_same_verdict_and_check_as_opm() {
     assert!(compared >= 39 * 8, "only {compared} variants applied");
 }
 
+/// Image references at the edges of opm's parser (containers/image's `ParseNormalizedNamed`):
+/// the 255-character limit counted on the normalized name, Docker Hub's `library/`, upper
+/// case in each part, image IDs, tags and digests. Each is the bundle image of a one-bundle
+/// catalog, and every fourth one also a related image: same verdict, same message as opm.
+#[test]
+fn image_references_get_the_same_verdict_and_message_as_opm() {
+    let hex = |n: usize| "ab".repeat(n / 2);
+    let a = |n: usize| "a".repeat(n);
+    let mut specs: Vec<String> = [
+        "redis",
+        "me/redis:7",
+        "quay.io/me/x:v1",
+        "localhost/x",
+        "localhost:5000/x:1",
+        "127.0.0.1:5000/a/b",
+        "Quay.IO/x/y",
+        "Foo/bar",
+        "foo/Bar:v1",
+        "quay.io/Me/x",
+        "quay.io/me/x:V1",
+        "quay.io/me/x:-v1",
+        "quay.io/me/x:",
+        "a:b:c",
+        "x//y",
+        "-x/y",
+        "x-/y",
+        "a__b/c---d/e.f",
+        "a___b",
+        "a..b",
+        "quay.io:/x",
+        "quay.io:50a/x",
+        "-quay.io/x",
+        "quay-.io/x",
+        "[::1]:5000/x",
+        "index.docker.io/x",
+        "docker.io/x",
+        "x@sha256",
+        "x@sha256:",
+        "",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    specs.extend([
+        a(64),
+        hex(64),
+        format!("{}A", a(63)),
+        a(237),
+        a(238),
+        format!("me/{}", a(250)),
+        format!("quay.io/{}", a(247)),
+        format!("quay.io/{}", a(248)),
+        format!("index.docker.io/x/{}", a(243)),
+        format!("index.docker.io/x/{}", a(244)),
+        format!("x:{}", a(128)),
+        format!("x:{}", a(129)),
+        format!("x@sha256:{}", hex(64)),
+        format!("x:v1@sha256:{}", hex(64)),
+        format!("x@sha256:{}", hex(62)),
+        format!("x@sha256:{}", hex(64).to_uppercase()),
+        format!("x@SHA256:{}", hex(64)),
+        format!("x:v1@SHA256:{}", hex(64)),
+        format!("x@shb256:{}", hex(64)),
+        format!("x@sha384:{}", hex(96)),
+        format!("x@sha512:{}", hex(64)),
+        format!("x@sha+256:{}", hex(64)),
+        format!("x@1sha:{}", hex(64)),
+        format!("x@sha256:{}", hex(30)),
+        format!("{}@sha999:{}", a(250), hex(64)),
+        format!("{}@sha256:abc", a(250)),
+    ]);
+    let mut compared = 0;
+    for (i, spec) in specs.iter().enumerate() {
+        let related = if i % 4 == 0 {
+            json!([{"name": "operand", "image": spec}])
+        } else {
+            json!([])
+        };
+        let docs = [
+            json!({"schema": "olm.package", "name": "p", "defaultChannel": "s"}),
+            json!({"schema": "olm.channel", "package": "p", "name": "s", "entries": [{"name": "p.v1.0.0"}]}),
+            json!({"schema": "olm.bundle", "package": "p", "name": "p.v1.0.0", "image": spec,
+                   "relatedImages": related,
+                   "properties": [{"type": "olm.package", "value": {"packageName": "p", "version": "1.0.0"}}]}),
+        ];
+        let out = tempfile::tempdir().unwrap();
+        let text: String = docs.iter().map(|d| d.to_string() + "\n").collect();
+        std::fs::write(out.path().join("catalog.json"), text).unwrap();
+        let theirs = opm_validate(out.path());
+        let ours = our_validate(out.path());
+        assert_eq!(
+            ours, theirs,
+            "image {spec:?}: opm says {theirs:#?}, we say {ours:#?}"
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, specs.len());
+}
+
 /// opm sorts a bundle's related images by image with Go's unstable sort, so two entries with
 /// the same image (under different names) come out in an order that is an artefact of that
 /// sort; we keep the CSV's order. Compare such runs as sets (docs/conformance.md).

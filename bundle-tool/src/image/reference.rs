@@ -5,46 +5,18 @@
 
 use oci_client::Reference;
 
-/// Docker Hub, the registry of references that name none.
-const DOCKER_HUB: &str = "docker.io";
-
-/// Parses `[domain[:port]/]path[:tag][@digest]` (docker's defaults: Docker Hub, `library/`
-/// for one-component names on it, `latest` when neither tag nor digest is given).
+/// Parses `[domain[:port]/]path[:tag][@digest]` as opm does (`image_ref::parse`: Docker Hub
+/// and `library/` for names without a domain), and `latest` when neither tag nor digest is
+/// given.
 pub fn parse_reference(text: &str) -> anyhow::Result<Reference> {
-    crate::image_ref::check(text)
+    let parts = crate::image_ref::parse(text)
         .map_err(|e| anyhow::anyhow!("{text:?} is not an image reference: {e}"))?;
-    let (rest, digest) = match text.split_once('@') {
-        Some((rest, digest)) => (rest, Some(digest.to_string())),
-        None => (text, None),
-    };
-    // The tag is after the last ':' that follows the last '/' (a port's ':' comes before it).
-    let last_slash = rest.rfind('/').map(|i| i + 1).unwrap_or(0);
-    let (name, tag) = match rest[last_slash..].rfind(':') {
-        Some(i) => (
-            &rest[..last_slash + i],
-            Some(rest[last_slash + i + 1..].to_string()),
-        ),
-        None => (rest, None),
-    };
-    let (mut domain, mut path) = match name.split_once('/') {
-        Some((first, path))
-            // Docker's splitDomain: an upper-case letter makes it a domain too (paths are
-            // lower case), as `image_ref::check` reads it; oci-client lacks that rule.
-            if first.contains('.')
-                || first.contains(':')
-                || first == "localhost"
-                || first.chars().any(|c| c.is_ascii_uppercase()) =>
-        {
-            (first.to_string(), path.to_string())
-        }
-        _ => (DOCKER_HUB.to_string(), name.to_string()),
-    };
-    if domain == "index.docker.io" {
-        domain = DOCKER_HUB.to_string();
-    }
-    if domain == DOCKER_HUB && !path.contains('/') {
-        path = format!("library/{path}");
-    }
+    let crate::image_ref::Normalized {
+        domain,
+        path,
+        tag,
+        digest,
+    } = parts;
     Ok(match (tag, digest) {
         (Some(tag), Some(digest)) => Reference::with_tag_and_digest(domain, path, tag, digest),
         (None, Some(digest)) => Reference::with_digest(domain, path, digest),
@@ -81,11 +53,18 @@ mod tests {
     }
 
     #[test]
-    fn an_upper_case_first_component_is_a_domain_as_in_docker() {
-        let reference = parse_reference("Registry-Host/a/b:1").unwrap();
-        assert_eq!(reference.registry(), "Registry-Host");
+    fn an_upper_case_first_component_is_a_path_as_in_opm() {
+        // containers/image (opm's parser) has no upper-case-domain rule; newer docker has.
+        let error = parse_reference("Registry-Host/a/b:1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.ends_with("repository name must be lowercase"),
+            "{error}"
+        );
+        let reference = parse_reference("Registry.Host/a/b:1").unwrap();
+        assert_eq!(reference.registry(), "Registry.Host");
         assert_eq!(reference.repository(), "a/b");
-        assert_eq!(reference.whole(), "Registry-Host/a/b:1");
     }
 
     #[test]
