@@ -41,6 +41,7 @@ limits=(-timeout=1 -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=65536)
 
 # Prerequisites: what is missing is named with what to install.
 command -v cargo >/dev/null || fail "cargo is missing: install Rust (stable, 1.89 or newer) with rustup"
+[ -x /usr/bin/time ] || fail "/usr/bin/time is missing: install the Debian package time (apt-get install time)"
 command -v c++ >/dev/null || command -v g++ >/dev/null || command -v clang++ >/dev/null ||
   fail "no C++ compiler: libfuzzer-sys compiles libFuzzer (install g++, e.g. apt-get install g++)"
 [ -d "$corpus/catalogs" ] && [ -d "$corpus/bundles" ] ||
@@ -51,6 +52,10 @@ command -v c++ >/dev/null || command -v g++ >/dev/null || command -v clang++ >/d
 # from build scripts and proc macros.
 triple=x86_64-unknown-linux-gnu
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
+# A relative BUNDLE_TOOL is relative to where run.sh was started, not to fuzz/.
+if [ -n "${BUNDLE_TOOL:-}" ] && [ "${BUNDLE_TOOL#/}" = "$BUNDLE_TOOL" ]; then
+  BUNDLE_TOOL=$PWD/$BUNDLE_TOOL
+fi
 cd "$fuzz_dir"
 echo "fuzz: cargo fmt, clippy and build (profile $profile)"
 cargo fmt -- --check || fail "cargo fmt would change files in fuzz/: run it there and commit"
@@ -138,19 +143,21 @@ done
 # replaying the crash file prints it.
 export RUST_BACKTRACE=0
 failed=""
-printf 'target\texecs\texec/s\tpeak RSS MiB\tseconds\tcorpus files\n' >"$work/summary.tsv"
+printf 'target\texecs\texec/s\tpeak RSS MiB\tseconds\tCPU seconds\tcorpus files\n' >"$work/summary.tsv"
 for target in $targets; do
   mkdir -p "$work/artifacts/$target"
   log=$work/$target.log
   echo "fuzz: $target for ${seconds}s"
   start=$SECONDS
   status=0
-  nice -n "$nice_level" "$bin_dir/$target" "${limits[@]}" -max_total_time="$seconds" \
+  /usr/bin/time -f "%U %S" -o "$work/$target.cpu" nice -n "$nice_level" "$bin_dir/$target" "${limits[@]}" -max_total_time="$seconds" \
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$target/" "$work/corpus/$target" \
     >"$log" 2>&1 || status=$?
   stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -n 1; }
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$(stat number_of_executed_units)" \
-    "$(stat average_exec_per_sec)" "$(stat peak_rss_mb)" "$((SECONDS - start))" \
+  # CPU seconds (user + system) of the fuzzer: the campaigns' target is counted in CPU time.
+  cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$work/$target.cpu" 2>/dev/null || echo "?")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$(stat number_of_executed_units)" \
+    "$(stat average_exec_per_sec)" "$(stat peak_rss_mb)" "$((SECONDS - start))" "$cpu" \
     "$(find "$work/corpus/$target" -type f | wc -l)" >>"$work/summary.tsv"
   if [ "$status" -ne 0 ] || [ -n "$(ls -A "$work/artifacts/$target")" ]; then
     failed="$failed $target"

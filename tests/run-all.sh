@@ -13,14 +13,14 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 say "system packages"
 # program:debian-package
 # strace: the crash-safety harness (tests/tests/crash_safety.rs) kills bundle-tool at chosen syscalls.
-# g++: libfuzzer-sys compiles libFuzzer (fuzz/run.sh).
+# g++: libfuzzer-sys compiles libFuzzer; time: the fuzzers' CPU seconds (fuzz/run.sh).
 # The real node: containerd, runc, the CNI plugins, iptables and conntrack for kube-proxy,
 # busybox-static for test pods, gcc with the static C library for the pause image, Redis and
 # its Prometheus exporter (the sample RedisCluster OLM's operator reconciles has metrics on).
 needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
   /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev redis-server:redis-server \
-  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace g++:g++"
+  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace g++:g++ /usr/bin/time:time"
 missing=""
 for pair in $needed; do
   program=${pair%%:*}
@@ -54,15 +54,17 @@ cargo build --locked -p bundle-tool -p redis-operator
 # bundle-tool (their own folder under target/, so no rebuild of the rest).
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked -p redis-operator --bin redis-operator -p bundle-tool --bin bundle-tool --target x86_64-unknown-linux-gnu
 
-# The fuzz targets' short run (fuzz/run.sh) needs an instrumented build of bundle-tool and
-# every dependency of its own: about 26 CPU-minutes, 13 minutes on a cold 2-core machine,
-# which would take this command past CI's 90 minutes. It runs when FUZZ_SECONDS is set; the
-# inputs every campaign found are checked on every run by bundle-tool/tests/fuzz_regressions.rs.
-if [ -n "${FUZZ_SECONDS:-}" ]; then
-  say "fuzzing: a short run of every fuzz target (fuzz/run.sh; docs/testing.md, Fuzzing)"
-  FUZZ_PROFILE=fuzz-short FUZZ_MAX_SEEDS=50 BUNDLE_TOOL=target/debug/bundle-tool fuzz/run.sh "$FUZZ_SECONDS"
+# The fuzz targets' short run (fuzz/run.sh): every target for FUZZ_SECONDS (default 5),
+# after an instrumented build of bundle-tool and its dependencies in fuzz/target (about 26
+# CPU-minutes cold, 13 minutes on two free cores; docs/testing.md, Fuzzing). FUZZ_SECONDS=0
+# leaves it out, and says so; the inputs every campaign found are also checked by
+# bundle-tool/tests/fuzz_regressions.rs below.
+fuzz_seconds=${FUZZ_SECONDS:-5}
+if [ "$fuzz_seconds" != 0 ]; then
+  say "fuzzing: a short run of every fuzz target, ${fuzz_seconds}s each (fuzz/run.sh; docs/testing.md, Fuzzing)"
+  FUZZ_PROFILE=fuzz-short FUZZ_MAX_SEEDS=50 BUNDLE_TOOL=target/debug/bundle-tool fuzz/run.sh "$fuzz_seconds"
 else
-  say "fuzzing: not run (FUZZ_SECONDS=5 tests/run-all.sh adds the short run of every target); the regression inputs are tested below"
+  say "fuzzing: left out by FUZZ_SECONDS=0; the regression inputs are tested below"
 fi
 
 say "tests (unit, integration, end-to-end on the real control plane)"
