@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use e2e::ControlPlane;
+use e2e::bench_run::median;
 use e2e::olm_on_node::{OLM_NAMESPACE, OlmOnNode, olm_resource};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -105,11 +106,6 @@ async fn run_once(
         memory,
         parts,
     })
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 #[tokio::main]

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail, ensure};
 use bundle_tool::bundle::GenerateConfig;
 use e2e::assets::Assets;
+use e2e::bench_run::median;
 use e2e::{OciRegistry, RegistryAuth};
 use serde_json::{Value, json};
 
@@ -364,11 +365,6 @@ fn reference(
         )
     })?;
     Ok(steps)
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 #[tokio::main]
