@@ -1,7 +1,8 @@
 //! JSON text as Go writes it, which opm's output is made of: `serde_json`'s string escapes
 //! (quotes, backslashes, control characters), Go's HTML-safe escapes in compact JSON, and
 //! numbers re-encoded as Go's `unstructured` objects do. The catalog writers, the YAML
-//! transcoder and the registry server all write such text; this is its one home.
+//! transcoder and the registry server all write such text; this is its one home. One rule of
+//! Go's JSON *reading* lives here too ([`lone_surrogates_replaced`]).
 
 use serde_json::{Value, json};
 
@@ -91,8 +92,92 @@ pub fn go_json(value: &Value) -> String {
         .replace('\u{2029}', "\\u2029")
 }
 
+/// JSON text with every `\u` escape of a UTF-16 surrogate that is not half of a valid pair
+/// written as `\ufffd`, the way Go's `encoding/json` (opm) decodes it: a lone surrogate is
+/// U+FFFD there, while serde_json refuses the file ("unexpected end of hex escape"). opm
+/// v1.73.0 validates and renders `"x\udaddy"` as `"x\u{fffd}y"`; every catalog JSON reader
+/// takes its text through this first, so all of them see what opm sees. Text without a `\u`
+/// is returned as it is, after one substring search.
+pub fn lone_surrogates_replaced(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("\\u") {
+        return text.into();
+    }
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u32> {
+        let hex = bytes.get(at..at + 4)?;
+        u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let (mut out, mut copied, mut search) = (None::<String>, 0, 0);
+    // Jumps from one `\u` to the next (a substring search, not a walk over every byte: a
+    // catalog with Go's `\u003c` escapes is read whole).
+    while let Some(found) = text[search..].find("\\u") {
+        let i = search + found;
+        // The backslash starts an escape only after an even run of backslashes (`\\u` is
+        // an escaped backslash and a `u`).
+        let run = bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+        let Some(first) = unit(i + 2).filter(|_| run % 2 == 0) else {
+            search = i + 2;
+            continue;
+        };
+        if !(0xD800..0xE000).contains(&first) {
+            search = i + 6;
+            continue;
+        }
+        let low_follows = (0xD800..0xDC00).contains(&first)
+            && bytes.get(i + 6..i + 8) == Some(b"\\u")
+            && unit(i + 8).is_some_and(|low| (0xDC00..0xE000).contains(&low));
+        if low_follows {
+            search = i + 12;
+            continue;
+        }
+        // A lone surrogate; an unpaired high one leaves the escape after it to be read alone.
+        let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        out.push_str(&text[copied..i]);
+        out.push_str("\\ufffd");
+        search = i + 6;
+        copied = search;
+    }
+    match out {
+        None => text.into(),
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            out.into()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn lone_surrogates_become_the_replacement_character_as_in_go() {
+        use super::lone_surrogates_replaced as replaced;
+        assert!(matches!(
+            replaced(r#"{"a":"plain \n"}"#),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // A valid pair stays; a lone high, a lone low, a high before a non-low escape, and a
+        // high at the end are replaced; an escaped backslash before "udadd" is no escape.
+        for (text, expected) in [
+            (r#""\ud83d\ude00""#, r#""\ud83d\ude00""#),
+            (r#""x\udaddy""#, r#""x\ufffdy""#),
+            (r#""\udc00""#, r#""\ufffd""#),
+            (r#""\ud83d\u0041""#, r#""\ufffd\u0041""#),
+            (r#""\ud83d\ud83d\ude00""#, r#""\ufffd\ud83d\ude00""#),
+            (r#""\ud83d""#, r#""\ufffd""#),
+            (r#""\\udadd""#, r#""\\udadd""#),
+            (r#""\\\udadd""#, r#""\\\ufffd""#),
+            (r#""é\udadd€""#, r#""é\ufffd€""#),
+        ] {
+            assert_eq!(replaced(text), expected, "{text}");
+            let value: serde_json::Value = serde_json::from_str(&replaced(text)).expect(text);
+            assert!(value.is_string());
+        }
+        assert_eq!(
+            serde_json::from_str::<String>(&replaced(r#""x\udaddy""#)).unwrap(),
+            "x\u{fffd}y"
+        );
+    }
     use super::*;
 
     #[test]

@@ -157,6 +157,43 @@ fn merged_corpus_renders_byte_identical_to_opm() {
     );
 }
 
+/// A `\u` escape of a lone UTF-16 surrogate: Go's JSON decoder (opm) reads it as U+FFFD, where
+/// serde_json refuses the file. In a kept field and in an ignored one, a lone high, a lone low,
+/// and a high before a non-low escape, beside a valid pair: opm's verdict and render, byte for
+/// byte. Found by the `json_differential` fuzz target (docs/testing.md).
+#[test]
+fn lone_surrogate_escapes_read_as_opm_reads_them() {
+    let opm = Assets::locate().unwrap().opm().unwrap();
+    let text = concat!(
+        r#"{"schema":"olm.package","name":"p","defaultChannel":"s","description":"x\udaddy \udc00 \ud83d\u0041 \ud83d\ude00"}"#,
+        "\n",
+        r#"{"schema":"olm.channel","package":"p","name":"s","entries":[{"name":"p.v1.0.0","ignored":"\udadd`"}]}"#,
+        "\n",
+        r#"{"schema":"olm.bundle","package":"p","name":"p.v1.0.0","image":"quay.io/p/b:v1","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}},{"type":"x.note","value":{"t":"\ud800!"}}]}"#,
+        "\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("catalog.json"), text).unwrap();
+    assert_eq!(opm_validate(dir.path()), None, "opm accepts it");
+    assert_eq!(our_validate(dir.path()), None, "we accept it");
+    let theirs = Command::new(&opm)
+        .args(["render", "-o", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let ours = Command::new(e2e::bundle_tool_binary())
+        .args(["catalog", "render", "-o", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(theirs.status.success() && ours.status.success());
+    assert!(String::from_utf8_lossy(&theirs.stdout).contains("x\u{fffd}y"));
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stdout),
+        String::from_utf8_lossy(&theirs.stdout)
+    );
+}
+
 /// One way to break a catalog; `None` when it does not apply to this one.
 type Mutation = fn(&mut Vec<Value>) -> Option<()>;
 

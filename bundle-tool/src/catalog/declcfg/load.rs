@@ -208,6 +208,8 @@ pub fn load_generic(
 /// A JSON stream (concatenated objects) when the text starts with `{`, else YAML documents.
 fn documents(path: &Path, text: &str) -> Result<Vec<(Option<u64>, Value)>, LoadError> {
     if text.trim_start().starts_with('{') {
+        // Read as opm reads it: a lone surrogate escape is U+FFFD, not an error.
+        let text = &*crate::go_json::lone_surrogates_replaced(text);
         let mut out = Vec::new();
         let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
         // Lines are counted incrementally: counting from the start for every document made
