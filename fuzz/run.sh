@@ -155,7 +155,8 @@ for target in $targets; do
     >"$log" 2>&1 || status=$?
   stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -n 1; }
   # CPU seconds (user + system) of the fuzzer: the campaigns' target is counted in CPU time.
-  cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$work/$target.cpu" 2>/dev/null || echo "?")
+  # (time writes "Command exited with non-zero status N" above the figures when it failed.)
+  cpu=$(tail -n 1 "$work/$target.cpu" 2>/dev/null | awk '{ printf "%.0f", $1 + $2 }')
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$(stat number_of_executed_units)" \
     "$(stat average_exec_per_sec)" "$(stat peak_rss_mb)" "$((SECONDS - start))" "$cpu" \
     "$(find "$work/corpus/$target" -type f | wc -l)" >>"$work/summary.tsv"
