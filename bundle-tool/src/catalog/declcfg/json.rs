@@ -91,7 +91,15 @@ impl<'de> Deserialize<'de> for Probe {
                             regular = false;
                             map.next_value::<IgnoredAny>()?;
                         }
-                        Key::Meta | Key::Other => {
+                        // opm reads `package` and `name` into strings whatever the schema (a
+                        // package document has no `package` field to reject it otherwise), so
+                        // any other value is the generic path's to refuse.
+                        Key::Meta => {
+                            if !matches!(map.next_value::<Value>()?, Value::String(_)) {
+                                regular = false;
+                            }
+                        }
+                        Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
