@@ -22,60 +22,17 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bundle_tool::serve::api;
 use bundle_tool::serve::api::registry_client::RegistryClient;
-use bytes::{Buf, BufMut, Bytes};
-use prost::Message;
-use tonic::Status;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
 
-const CLIENTS: usize = 64;
-
-/// Sends pre-encoded request bytes and reads an answer as its length only (as the bench).
-#[derive(Clone, Copy, Default)]
-struct RawCodec;
-struct RawEncoder;
-struct RawDecoder;
-
-impl Codec for RawCodec {
-    type Encode = Bytes;
-    type Decode = usize;
-    type Encoder = RawEncoder;
-    type Decoder = RawDecoder;
-    fn encoder(&mut self) -> RawEncoder {
-        RawEncoder
-    }
-    fn decoder(&mut self) -> RawDecoder {
-        RawDecoder
-    }
-}
-
-impl Encoder for RawEncoder {
-    type Item = Bytes;
-    type Error = Status;
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for RawDecoder {
-    type Item = usize;
-    type Error = Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<usize>, Status> {
-        let length = src.remaining();
-        src.advance(length);
-        Ok(Some(length))
-    }
-}
+// The load itself is the bench's, word for word.
+#[path = "../../tests/benches/serve_parts/get_bundle_load.rs"]
+mod get_bundle_load;
 
 fn pin_to_cpu(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read and write it.
@@ -291,54 +248,13 @@ async fn main() {
             keys.push((b.package_name, b.channel_name, b.csv_name));
         }
     }
-    let bodies: Arc<Vec<Bytes>> = Arc::new(
-        (0..requests)
-            .map(|i| {
-                let (package, channel, name) = &keys[(i * 7919) % keys.len()];
-                let request = api::GetBundleRequest {
-                    pkg_name: package.clone(),
-                    channel_name: channel.clone(),
-                    csv_name: name.clone(),
-                };
-                Bytes::from(request.encode_to_vec())
-            })
-            .collect(),
-    );
+    let bodies = get_bundle_load::encoded_requests(&keys, requests);
     if mode == "callgrind" {
         callgrind_dump(pid, &vgdb_prefix, "list");
     }
     send("enable\n");
     let started = Instant::now();
-    let next = Arc::new(AtomicUsize::new(0));
-    let answered = Arc::new(AtomicUsize::new(0));
-    let mut workers = Vec::new();
-    for _ in 0..CLIENTS {
-        let mut grpc =
-            tonic::client::Grpc::new(channel.clone()).max_decoding_message_size(64 << 20);
-        let (bodies, next, answered) = (bodies.clone(), next.clone(), answered.clone());
-        workers.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(body) = bodies.get(i) else {
-                    break;
-                };
-                grpc.ready().await.expect("ready");
-                let answer = grpc
-                    .unary(
-                        tonic::Request::new(body.clone()),
-                        PathAndQuery::from_static("/api.Registry/GetBundle"),
-                        RawCodec,
-                    )
-                    .await
-                    .expect("GetBundle");
-                assert!(*answer.get_ref() > 0, "empty GetBundle answer");
-                answered.fetch_add(*answer.get_ref(), Ordering::Relaxed);
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await.expect("worker");
-    }
+    let answered = get_bundle_load::send_all(&channel, bodies).await;
     let elapsed = started.elapsed();
     send("disable\n");
     if mode == "callgrind" {
@@ -348,7 +264,7 @@ async fn main() {
     drop((channel, client));
     stop(pid, &mut wrapper).await;
     let per = |v: f64| v / requests as f64;
-    let bytes = answered.load(Ordering::Relaxed) / requests;
+    let bytes = answered / requests;
     let head = format!(
         "keys={} answer={bytes}B load_wall={:.2}s",
         keys.len(),

@@ -22,6 +22,8 @@
 //! - `SERVE_BENCH_SKIP_OPM=1`: run only the bundle-tool rows (quick before/after checks with
 //!   a baseline; no ratios to opm are printed).
 
+#[path = "serve_parts/get_bundle_load.rs"]
+mod get_bundle_load;
 #[path = "serve_parts/load.rs"]
 mod load;
 

@@ -1,20 +1,10 @@
 //! The serve benchmark's measurements of one running server, with a load generator that costs
 //! as little as possible: requests encoded once, answers only checked for status and size.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bundle_tool::serve::api;
-use bytes::{Buf, BufMut, Bytes};
 use e2e::registry_server::RegistryServer;
-use prost::Message;
-use tonic::Status;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::codegen::http::uri::PathAndQuery;
-
-/// Concurrent GetBundle clients.
-const CLIENTS: usize = 64;
 
 /// What one server did in one round.
 #[derive(Clone, Copy)]
@@ -52,49 +42,6 @@ impl Figures {
             bundles: rounds[0].bundles,
             answer_bytes: rounds[0].answer_bytes,
         }
-    }
-}
-
-/// Sends pre-encoded request bytes and reads an answer as its length only.
-#[derive(Clone, Copy, Default)]
-struct RawCodec;
-
-struct RawEncoder;
-struct RawDecoder;
-
-impl Codec for RawCodec {
-    type Encode = Bytes;
-    type Decode = usize;
-    type Encoder = RawEncoder;
-    type Decoder = RawDecoder;
-
-    fn encoder(&mut self) -> RawEncoder {
-        RawEncoder
-    }
-
-    fn decoder(&mut self) -> RawDecoder {
-        RawDecoder
-    }
-}
-
-impl Encoder for RawEncoder {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for RawDecoder {
-    type Item = usize;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<usize>, Status> {
-        let length = src.remaining();
-        src.advance(length);
-        Ok(Some(length))
     }
 }
 
@@ -151,53 +98,11 @@ pub async fn measure(server: &RegistryServer, requests: usize) -> Figures {
         times.push(started.elapsed());
     }
     times.sort();
-    // A stride through the keys, so that no cache sees only one bundle.
-    let bodies: Arc<Vec<Bytes>> = Arc::new(
-        (0..requests)
-            .map(|i| {
-                let (package, channel, name) = &keys[(i * 7919) % keys.len()];
-                let request = api::GetBundleRequest {
-                    pkg_name: package.clone(),
-                    channel_name: channel.clone(),
-                    csv_name: name.clone(),
-                };
-                Bytes::from(request.encode_to_vec())
-            })
-            .collect(),
-    );
+    let bodies = crate::get_bundle_load::encoded_requests(&keys, requests);
     let channel = server.channel().await.expect("channel");
-    let next = Arc::new(AtomicUsize::new(0));
-    let answered = Arc::new(AtomicUsize::new(0));
     let (server_cpu, client_cpu) = (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
     let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..CLIENTS {
-        let mut grpc =
-            tonic::client::Grpc::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024);
-        let (bodies, next, answered) = (bodies.clone(), next.clone(), answered.clone());
-        workers.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(body) = bodies.get(i) else {
-                    break;
-                };
-                grpc.ready().await.expect("ready");
-                let answer = grpc
-                    .unary(
-                        tonic::Request::new(body.clone()),
-                        PathAndQuery::from_static("/api.Registry/GetBundle"),
-                        RawCodec,
-                    )
-                    .await
-                    .expect("GetBundle");
-                assert!(*answer.get_ref() > 0, "empty GetBundle answer");
-                answered.fetch_add(*answer.get_ref(), Ordering::Relaxed);
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await.expect("worker");
-    }
+    let answered = crate::get_bundle_load::send_all(&channel, bodies).await;
     let elapsed = started.elapsed();
     let per_request = |seconds: f64| seconds * 1e6 / requests as f64;
     let server_cpu = per_request(cpu_seconds(&pid.to_string()) - server_cpu);
@@ -213,6 +118,6 @@ pub async fn measure(server: &RegistryServer, requests: usize) -> Figures {
         server_cpu_per_request_us: server_cpu,
         client_cpu_per_request_us: client_cpu,
         bundles: keys.len(),
-        answer_bytes: answered.load(Ordering::Relaxed) / requests.max(1),
+        answer_bytes: answered / requests.max(1),
     }
 }
