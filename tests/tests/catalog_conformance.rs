@@ -194,6 +194,60 @@ fn lone_surrogate_escapes_read_as_opm_reads_them() {
     );
 }
 
+/// A number past a 64-bit float (`5e3933`) in a field every reader ignores: we refuse the
+/// file, naming the file and line, whichever of our readers takes it (the fast ones skipped
+/// such a number unread and accepted the file; found by the `json_differential` fuzz target,
+/// docs/testing.md finding 6). opm v1.73.0 renders it, but only by reading the rest of the
+/// file as YAML once Go's decoder fails: the number becomes a string and every later
+/// document of the file is dropped without an error. This checks that opm still loses the
+/// document after it, the reason for the difference (docs/conformance.md).
+#[test]
+fn a_number_past_a_float_is_refused_where_opm_drops_what_follows() {
+    let opm = Assets::locate().unwrap().opm().unwrap();
+    let text = concat!(
+        r#"{"schema":"olm.package","name":"p","defaultChannel":"s"}"#,
+        "\n",
+        r#"{"schema":"olm.channel","package":"p","name":"s","entries":[{"name":"p.v1.0.0"}],"x":5e3933}"#,
+        "\n",
+        r#"{"schema":"olm.bundle","package":"p","name":"p.v1.0.0","image":"quay.io/p/b:v1","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]}"#,
+        "\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("catalog.json"), text).unwrap();
+    let theirs = Command::new(&opm)
+        .args(["render", "-o", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(theirs.status.success(), "opm render accepts it");
+    let rendered = json_stream(&theirs.stdout);
+    let schemas: Vec<&str> = rendered
+        .iter()
+        .filter_map(|d| d["schema"].as_str())
+        .collect();
+    assert!(
+        !schemas.contains(&"olm.bundle"),
+        "opm no longer drops the document after the number: {schemas:?}"
+    );
+    for command in [
+        &["catalog", "validate"][..],
+        &["catalog", "render", "-o", "json"],
+    ] {
+        let ours = Command::new(e2e::bundle_tool_binary())
+            .args(command)
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ours.stderr);
+        assert_eq!(ours.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("catalog.json:2: number out of range"),
+            "{command:?}: {stderr}"
+        );
+        assert!(ours.stdout.is_empty(), "{command:?} wrote output");
+    }
+}
+
 /// One way to break a catalog; `None` when it does not apply to this one.
 type Mutation = fn(&mut Vec<Value>) -> Option<()>;
 

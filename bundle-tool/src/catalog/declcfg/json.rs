@@ -165,6 +165,9 @@ fn add_typed(schema: &str, raw: &str, config: &mut DeclarativeConfig) -> bool {
 /// Loads a JSON stream (concatenated objects) into `config`; `false` when the file has any
 /// error (nothing is added then), so the caller reports what the generic loader reports.
 pub fn load_json(text: &str, config: &mut DeclarativeConfig) -> bool {
+    if crate::go_json::may_hold_a_number_out_of_range(text) {
+        return false;
+    }
     let text = &*crate::go_json::lone_surrogates_replaced(text);
     let mut part = DeclarativeConfig::default();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Probe>();

@@ -275,6 +275,9 @@ impl<'de> Deserialize<'de> for OnePass {
 /// Loads a JSON stream in one pass per document; `false` (nothing added) when any document
 /// is not one this reader takes, or the stream has an error.
 pub fn load_json_one_pass(text: &str, config: &mut DeclarativeConfig) -> bool {
+    if crate::go_json::may_hold_a_number_out_of_range(text) {
+        return false;
+    }
     let text = &*crate::go_json::lone_surrogates_replaced(text);
     let mut part = DeclarativeConfig::default();
     for document in serde_json::Deserializer::from_str(text).into_iter::<OnePass>() {
