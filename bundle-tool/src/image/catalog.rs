@@ -92,12 +92,14 @@ impl ServerPart {
             mode: 0o1777,
         });
         let tar = tar_part(&entries)?;
-        let member = match cache {
-            Some(cache) => cache.member(&tar, gzip_member)?,
-            None => gzip_member(&tar)?,
-        };
         let mut diff = Sha256::new();
         diff.update(&tar);
+        let member = match cache {
+            Some(cache) => {
+                cache.member_of_digested(&tar, diff.clone().finalize().into(), gzip_member)?
+            }
+            None => gzip_member(&tar)?,
+        };
         Ok(ServerPart {
             diff,
             member,

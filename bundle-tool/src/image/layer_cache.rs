@@ -67,7 +67,19 @@ impl LayerCache {
         uncompressed: &[u8],
         compress: impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
     ) -> std::io::Result<Vec<u8>> {
-        let key = key(uncompressed, &compress)?;
+        self.member_of_digested(uncompressed, Sha256::digest(uncompressed).into(), compress)
+    }
+
+    /// [`member`](Self::member) for a caller that has the SHA-256 of `uncompressed` already
+    /// (the catalog image hashes its server part for the layer's diff ID anyway: one pass
+    /// over the 29 MB server instead of two, ~18 ms).
+    pub fn member_of_digested(
+        &self,
+        uncompressed: &[u8],
+        uncompressed_digest: [u8; 32],
+        compress: impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
+    ) -> std::io::Result<Vec<u8>> {
+        let key = key(uncompressed_digest, &compress)?;
         if let Some(found) = self.get(&key) {
             return Ok(found);
         }
@@ -150,13 +162,13 @@ impl LayerCache {
 /// The entry key: the digest of the uncompressed bytes, bound to the compressor's
 /// fingerprint.
 fn key(
-    uncompressed: &[u8],
+    uncompressed_digest: [u8; 32],
     compress: &impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
 ) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     hasher.update(b"bundle-tool layer part\0");
     hasher.update(fingerprint(compress)?);
-    hasher.update(Sha256::digest(uncompressed));
+    hasher.update(uncompressed_digest);
     Ok(hex(&hasher.finalize()))
 }
 
