@@ -55,8 +55,8 @@ cargo build --locked -p bundle-tool -p redis-operator
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked -p redis-operator --bin redis-operator -p bundle-tool --bin bundle-tool --target x86_64-unknown-linux-gnu
 
 # The fuzz targets' short run (fuzz/run.sh): every target for FUZZ_SECONDS (default 5),
-# after an instrumented build of bundle-tool and its dependencies in fuzz/target (about 26
-# CPU-minutes cold, 13 minutes on two free cores; docs/testing.md, Fuzzing). FUZZ_SECONDS=0
+# after an instrumented build of bundle-tool and its dependencies in fuzz/target (about 12
+# CPU-minutes cold, 6 min 13 s on two free cores; docs/testing.md, Fuzzing). FUZZ_SECONDS=0
 # leaves it out, and says so; the inputs every campaign found are also checked by
 # bundle-tool/tests/fuzz_regressions.rs below.
 fuzz_seconds=${FUZZ_SECONDS:-5}
