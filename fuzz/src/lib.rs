@@ -14,7 +14,7 @@ use bundle_tool::catalog::declcfg::{
     to_json, to_yaml,
 };
 use bundle_tool::catalog::template::semver;
-use bundle_tool::image::{parse_reference, unpack_layer};
+use bundle_tool::image::{Blob, parse_reference, unpack_layers};
 use bundle_tool::manifest::yaml::to_ordered_json;
 use bundle_tool::manifest::{KubeObject, read_stream, read_stream_generic};
 use bundle_tool::serve::api;
@@ -288,10 +288,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, total: &mut u64) {
     }
 }
 
-/// Unpacking an image layer (`image::unpack_layer`): the input is a tar (gzipped here, as a
-/// layer is) or already a gzip stream. Whatever it holds, nothing may be written outside the
-/// target folder, nothing but folders and regular files may be made, the files written must
-/// be the ones reported, and the unpacked total may not pass the library's 64 MiB limit.
+/// Unpacking an image's layers (`image::unpack_layers`): the input is a tar (gzipped here, as
+/// a layer is) or already a gzip stream, unpacked as both layers of an image, so that its
+/// whiteouts (`.wh.<name>`, `.wh..wh..opq`) meet what its first copy wrote. Whatever it
+/// holds, nothing may be written outside the target folder, nothing but folders and regular
+/// files may be made, the files written must be the ones reported, and the unpacked total may
+/// not pass the library's 64 MiB limit.
 pub fn tar_unpack(data: &[u8]) {
     let layer = if data.starts_with(&[0x1f, 0x8b]) {
         data.to_vec()
@@ -305,7 +307,8 @@ pub fn tar_unpack(data: &[u8]) {
     let base = tempfile::tempdir().expect("temporary folder");
     let out = base.path().join("out");
     std::fs::create_dir(&out).expect("mkdir");
-    let result = unpack_layer(&layer, &out);
+    let layer = Blob::new(layer);
+    let result = unpack_layers(&[layer.clone(), layer], &out, None);
     let beside: Vec<_> = std::fs::read_dir(base.path())
         .expect("read_dir")
         .map(|e| e.expect("entry").file_name())

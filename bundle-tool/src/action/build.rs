@@ -48,18 +48,18 @@ pub fn catalog_image(
     let (_, valid) = crate::catalog::model::validate_dir(dir)
         .map_err(|e| ActionError::message(format!("{}: {e}", dir.display())))?;
     let server = image::server_binary()?;
-    let part = image::ServerPart::prepare(&server)?;
-    Ok((runnable_catalog_image(dir, &server, &part)?, valid))
+    let server_layer = image::ServerLayer::prepare(&server)?;
+    Ok((runnable_catalog_image(dir, &server, &server_layer)?, valid))
 }
 
-/// The catalog image of an already validated catalog folder around `server`'s prepared part,
+/// The catalog image of an already validated catalog folder above `server`'s prepared layer,
 /// with a warning when the server is linked dynamically.
 pub fn runnable_catalog_image(
     dir: &std::path::Path,
     server: &std::path::Path,
-    part: &image::ServerPart,
+    server_layer: &image::ServerLayer,
 ) -> Result<BuiltImage, ActionError> {
-    let built = image::build_catalog_image_with(dir, part)?;
+    let built = image::build_catalog_image_with(dir, server_layer)?;
     if !built.static_server {
         // Said, not refused: the image still runs, on nodes like this machine.
         eprintln!(

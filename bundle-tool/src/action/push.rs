@@ -149,7 +149,7 @@ impl Action for PullArgs {
         let source = parse_reference(&self.reference)?;
         let client = self.registry.client(&source)?;
         let image = runtime()?.block_on(client.pull(&source))?;
-        let files = image::unpack_layer(&image.layer, &self.dir)?;
+        let files = image::unpack_layers(&image.layers, &self.dir, None)?;
         Ok(Outcome::line(format!(
             "unpacked {} files of {}@{} into {}",
             files.len(),

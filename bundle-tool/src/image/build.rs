@@ -1,6 +1,8 @@
 //! Building the image: one layer holding `manifests/` and `metadata/` (as a `FROM scratch`
 //! bundle.Dockerfile build would), the bundle labels in the config. Same bundle, same bytes:
 //! entries sorted, fixed mtimes/owners/modes, gzip with a fixed level and no timestamp.
+//! Images may have several layers (the catalog image keeps its server in a layer of its own;
+//! pulled images have whatever their builder made).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -10,6 +12,40 @@ use serde_json::{Value, json};
 
 use super::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest};
 
+/// A blob with its digest, computed once: a catalog image's server layer is ~10 MB, and the
+/// manifest, the layout and the push all need its digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blob {
+    digest: String,
+    bytes: Vec<u8>,
+}
+
+impl Blob {
+    /// `bytes`, hashed now.
+    pub fn new(bytes: Vec<u8>) -> Blob {
+        Blob {
+            digest: digest(&bytes),
+            bytes,
+        }
+    }
+
+    /// `bytes` whose `sha256:…` digest the caller has just computed or checked.
+    pub(super) fn with_digest(digest: String, bytes: Vec<u8>) -> Blob {
+        debug_assert!(digest.starts_with("sha256:"));
+        Blob { digest, bytes }
+    }
+
+    /// `sha256:…` of the bytes.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// An image in memory: its blobs and the manifest that ties them together.
 #[derive(Clone, Debug)]
 pub struct BuiltImage {
@@ -17,8 +53,8 @@ pub struct BuiltImage {
     pub manifest: Vec<u8>,
     /// The config blob.
     pub config: Vec<u8>,
-    /// The compressed layer blob.
-    pub layer: Vec<u8>,
+    /// The compressed layers, lowest first, as the manifest lists them.
+    pub layers: Vec<Blob>,
 }
 
 impl BuiltImage {
@@ -61,12 +97,15 @@ impl BuiltImage {
         }
     }
 
-    /// Every blob (config and layer) with its digest.
+    /// Every blob (config and layers) with its digest.
     pub fn blobs(&self) -> Vec<(String, &[u8])> {
-        vec![
-            (digest(&self.config), &self.config[..]),
-            (digest(&self.layer), &self.layer[..]),
-        ]
+        let mut blobs = vec![(digest(&self.config), &self.config[..])];
+        blobs.extend(
+            self.layers
+                .iter()
+                .map(|layer| (layer.digest.clone(), layer.bytes())),
+        );
+        blobs
     }
 }
 
@@ -183,8 +222,8 @@ pub fn build_binary_image(
 
 /// Compresses the layer and writes config and manifest around it.
 pub(super) fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImage> {
-    let layer = gzip_member(&tar)?;
-    Ok(assemble_compressed(layer, config))
+    let layer = Blob::new(gzip_member(&tar)?);
+    Ok(assemble_compressed(vec![layer], config))
 }
 
 /// `bytes` as one gzip member, compressed the pinned way: gzip level 6 and the miniz_oxide
@@ -199,20 +238,24 @@ pub(super) fn gzip_member(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     encoder.finish()
 }
 
-/// The manifest around an already compressed layer and its config.
-pub(super) fn assemble_compressed(layer: Vec<u8>, config: Value) -> BuiltImage {
+/// The manifest around already compressed layers (lowest first) and their config.
+pub(super) fn assemble_compressed(layers: Vec<Blob>, config: Value) -> BuiltImage {
     let config = serde_json::to_vec(&config).expect("JSON values serialize");
+    let listed: Vec<Value> = layers
+        .iter()
+        .map(|layer| json!({"mediaType": LAYER_MEDIA_TYPE, "digest": layer.digest(), "size": layer.bytes().len()}))
+        .collect();
     let manifest = json!({
         "schemaVersion": 2,
         "mediaType": MANIFEST_MEDIA_TYPE,
         "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": digest(&config), "size": config.len()},
-        "layers": [{"mediaType": LAYER_MEDIA_TYPE, "digest": digest(&layer), "size": layer.len()}],
+        "layers": listed,
     });
     let manifest = serde_json::to_vec(&manifest).expect("JSON values serialize");
     BuiltImage {
         manifest,
         config,
-        layer,
+        layers,
     }
 }
 

@@ -23,12 +23,13 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::build::{assemble_compressed, gzip_member};
+use super::build::{Blob, assemble_compressed, gzip_member};
 use super::layer_cache::LayerCache;
 use super::rootfs::{
-    ContainerConfig, RootfsEntry, TAR_END, image_config, program_with_libraries, tar_part,
+    ContainerConfig, RootfsEntry, TAR_END, entries_identity, image_config, program_with_libraries,
+    tar_part,
 };
-use super::{BuiltImage, CATALOG_CONFIGS_LABEL};
+use super::{CATALOG_CONFIGS_LABEL, digest};
 
 /// The variable that picks the server binary put into catalog images.
 pub const SERVER_BINARY_VARIABLE: &str = "BUNDLE_TOOL_SERVER_BINARY";
@@ -51,32 +52,33 @@ pub fn server_binary() -> io::Result<PathBuf> {
 /// carries this machine's shared libraries).
 pub struct CatalogImage {
     /// The image.
-    pub image: BuiltImage,
+    pub image: super::BuiltImage,
     /// Whether the server needs no shared library.
     pub static_server: bool,
 }
 
-/// The server's part of a catalog image, which is the same for every catalog: the program
-/// (and its libraries), the `grpc_health_probe` link and `/tmp`, as tar entries and as the
-/// first gzip member of the layer. It is prepared apart from the catalog so that it can be
-/// compressed while other work runs (`release` starts it first) and taken from the
-/// [`LayerCache`] when this server was compressed before.
-pub struct ServerPart {
-    /// The layer's digest state after the server's entries (the catalog's follow).
-    diff: Sha256,
-    member: Vec<u8>,
+/// The catalog image's lower layer, which is the same for every catalog: the server (and its
+/// libraries), the `grpc_health_probe` link and `/tmp`. A layer of its own, as opm's base
+/// image is below the `/configs` layer of an opm catalog image, so that a registry keeps it
+/// once for every catalog version, a node pulls only the small configs layer of a new one,
+/// and the [`LayerCache`] can hand a release the whole layer, digests included, without
+/// reading the server again.
+pub struct ServerLayer {
+    layer: Blob,
+    /// `sha256:…` of the uncompressed layer.
+    diff_id: String,
     static_server: bool,
 }
 
-impl ServerPart {
-    /// The part for `server`, from the layer cache (see [`LayerCache::from_env`]) when it
+impl ServerLayer {
+    /// The layer for `server`, from the layer cache (see [`LayerCache::from_env`]) when it
     /// is there.
-    pub fn prepare(server: &Path) -> io::Result<ServerPart> {
+    pub fn prepare(server: &Path) -> io::Result<ServerLayer> {
         Self::prepare_with(server, LayerCache::from_env().as_ref())
     }
 
-    /// The part for `server`, from `cache` when given and it has the part.
-    pub fn prepare_with(server: &Path, cache: Option<&LayerCache>) -> io::Result<ServerPart> {
+    /// The layer for `server`, from `cache` when given and it has the layer.
+    pub fn prepare_with(server: &Path, cache: Option<&LayerCache>) -> io::Result<ServerLayer> {
         let mut entries = program_with_libraries(server)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", server.display())))?;
         let static_server = entries.len() == 1;
@@ -91,34 +93,57 @@ impl ServerPart {
             path: "/tmp".into(),
             mode: 0o1777,
         });
-        let tar = tar_part(&entries)?;
-        let mut diff = Sha256::new();
-        diff.update(&tar);
-        let member = match cache {
-            Some(cache) => {
-                cache.member_of_digested(&tar, diff.clone().finalize().into(), gzip_member)?
-            }
-            None => gzip_member(&tar)?,
+        let Some(cache) = cache else {
+            let (diff, tar) = server_tar(&entries)?;
+            return Ok(ServerLayer::new(
+                Blob::new(gzip_member(&tar)?),
+                diff,
+                static_server,
+            ));
         };
-        Ok(ServerPart {
-            diff,
-            member,
-            static_server,
-        })
+        // Taken before the files are read: a file changed after this has another identity.
+        let identity = entries_identity(&entries)?;
+        if let Some(diff) = identity.and_then(|identity| cache.recall(identity))
+            && let Some(layer) = cache.stored_layer(diff, gzip_member)?
+        {
+            return Ok(ServerLayer::new(layer, diff, static_server));
+        }
+        let (diff, tar) = server_tar(&entries)?;
+        let layer = cache.layer_of_digested(&tar, diff, gzip_member)?;
+        if let Some(identity) = identity {
+            cache.remember(identity, diff);
+        }
+        Ok(ServerLayer::new(layer, diff, static_server))
     }
+
+    fn new(layer: Blob, diff: [u8; 32], static_server: bool) -> ServerLayer {
+        let diff_id = diff.iter().fold(String::from("sha256:"), |mut out, b| {
+            out.push_str(&format!("{b:02x}"));
+            out
+        });
+        ServerLayer {
+            layer,
+            diff_id,
+            static_server,
+        }
+    }
+}
+
+/// The server layer's tar archive and its SHA-256.
+fn server_tar(entries: &[RootfsEntry]) -> io::Result<([u8; 32], Vec<u8>)> {
+    let mut tar = tar_part(entries)?;
+    tar.extend_from_slice(&TAR_END);
+    Ok((Sha256::digest(&tar).into(), tar))
 }
 
 /// Builds the catalog image of the folder `catalog` with `server` as its server.
 pub fn build_runnable_catalog_image(catalog: &Path, server: &Path) -> io::Result<CatalogImage> {
-    build_catalog_image_with(catalog, &ServerPart::prepare(server)?)
+    build_catalog_image_with(catalog, &ServerLayer::prepare(server)?)
 }
 
-/// Builds the catalog image of the folder `catalog` around an already prepared server part.
-///
-/// One layer, two gzip members: the server's entries, then `/configs` and the end of the
-/// archive. As one tar stream it holds the same entries as a layer compressed in one piece,
-/// and the server's member is the same bytes for every catalog.
-pub fn build_catalog_image_with(catalog: &Path, server: &ServerPart) -> io::Result<CatalogImage> {
+/// Builds the catalog image of the folder `catalog` above an already prepared server layer:
+/// two layers, the server's, then `/configs`.
+pub fn build_catalog_image_with(catalog: &Path, server: &ServerLayer) -> io::Result<CatalogImage> {
     let mut entries = vec![RootfsEntry::Dir {
         path: "/configs".into(),
         mode: 0o755,
@@ -126,18 +151,8 @@ pub fn build_catalog_image_with(catalog: &Path, server: &ServerPart) -> io::Resu
     folder_entries(catalog, "/configs", &mut entries)?;
     let mut configs = tar_part(&entries)?;
     configs.extend_from_slice(&TAR_END);
-    let mut diff = server.diff.clone();
-    diff.update(&configs);
-    let diff_id: String = diff
-        .finalize()
-        .iter()
-        .fold(String::from("sha256:"), |mut out, b| {
-            out.push_str(&format!("{b:02x}"));
-            out
-        });
-    let mut layer = Vec::with_capacity(server.member.len() + configs.len() / 4);
-    layer.extend_from_slice(&server.member);
-    layer.extend_from_slice(&gzip_member(&configs)?);
+    let diff_ids = [server.diff_id.clone(), digest(&configs)];
+    let layers = vec![server.layer.clone(), Blob::new(gzip_member(&configs)?)];
     let config = ContainerConfig {
         entrypoint: vec![SERVER_PATH.into()],
         cmd: [
@@ -155,7 +170,7 @@ pub fn build_catalog_image_with(catalog: &Path, server: &ServerPart) -> io::Resu
         labels: BTreeMap::from([(CATALOG_CONFIGS_LABEL.to_string(), "/configs".to_string())]),
     };
     Ok(CatalogImage {
-        image: assemble_compressed(layer, image_config(&config, &diff_id)),
+        image: assemble_compressed(layers, image_config(&config, &diff_ids)),
         static_server: server.static_server,
     })
 }
@@ -191,12 +206,12 @@ fn folder_entries(dir: &Path, prefix: &str, out: &mut Vec<RootfsEntry>) -> io::R
 mod tests {
     use super::*;
 
-    /// A small stand-in for the server: any executable file will do for the image's layout.
+    /// A small stand-in for the server: any executable file will do for the image's layout,
+    /// and an installed one has not changed for long (it has an identity).
     fn server() -> PathBuf {
         PathBuf::from("/bin/busybox")
             .canonicalize()
-            .or_else(|_| std::env::current_exe())
-            .expect("an executable")
+            .expect("/bin/busybox: install busybox-static (the README's test command does)")
     }
 
     fn catalog() -> tempfile::TempDir {
@@ -217,18 +232,35 @@ mod tests {
         assert_ne!(first.image.digest(), changed.image.digest());
     }
 
+    /// Each layer's bytes, uncompressed.
+    fn uncompressed(image: &crate::image::BuiltImage) -> Vec<Vec<u8>> {
+        image
+            .layers
+            .iter()
+            .map(|layer| {
+                let mut tar = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut flate2::read::MultiGzDecoder::new(layer.bytes()),
+                    &mut tar,
+                )
+                .unwrap();
+                tar
+            })
+            .collect()
+    }
+
     #[test]
-    fn a_cached_server_part_gives_the_same_image() {
+    fn a_cached_server_layer_gives_the_same_image() {
         let (dir, server) = (catalog(), server());
         let cache_dir = tempfile::tempdir().unwrap();
         let cache = LayerCache::at(cache_dir.path());
-        let uncached = ServerPart::prepare_with(&server, None).unwrap();
-        let stored = ServerPart::prepare_with(&server, Some(&cache)).unwrap();
-        let hit = ServerPart::prepare_with(&server, Some(&cache)).unwrap();
+        let uncached = ServerLayer::prepare_with(&server, None).unwrap();
+        let stored = ServerLayer::prepare_with(&server, Some(&cache)).unwrap();
+        let hit = ServerLayer::prepare_with(&server, Some(&cache)).unwrap();
         let digests: Vec<String> = [&uncached, &stored, &hit]
             .iter()
-            .map(|part| {
-                build_catalog_image_with(dir.path(), part)
+            .map(|layer| {
+                build_catalog_image_with(dir.path(), layer)
                     .unwrap()
                     .image
                     .digest()
@@ -236,19 +268,66 @@ mod tests {
             .collect();
         assert_eq!(digests[0], digests[1]);
         assert_eq!(digests[0], digests[2]);
-        // The config's diff_id is the digest of the whole uncompressed layer.
+        // Each diff ID is the digest of its uncompressed layer, each layer digest that of its
+        // bytes, and the server's layer is the same for another catalog.
         let image = build_catalog_image_with(dir.path(), &hit).unwrap().image;
-        let mut tar = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::MultiGzDecoder::new(&image.layer[..]),
-            &mut tar,
-        )
-        .unwrap();
         let config: serde_json::Value = serde_json::from_slice(&image.config).unwrap();
-        assert_eq!(
-            config["rootfs"]["diff_ids"][0],
-            crate::image::digest(&tar).as_str()
-        );
+        let tars = uncompressed(&image);
+        assert_eq!(tars.len(), 2);
+        for (index, tar) in tars.iter().enumerate() {
+            assert_eq!(config["rootfs"]["diff_ids"][index], digest(tar).as_str());
+            assert_eq!(
+                image.layers[index].digest(),
+                digest(image.layers[index].bytes())
+            );
+        }
+        std::fs::write(dir.path().join("pkg/catalog.json"), b"{\"b\":2}\n").unwrap();
+        let other = build_catalog_image_with(dir.path(), &hit).unwrap().image;
+        assert_eq!(other.layers[0], image.layers[0]);
+        assert_ne!(other.layers[1], image.layers[1]);
+    }
+
+    #[test]
+    fn a_warm_build_finds_the_server_layer_by_the_files_identity() {
+        // An installed program, unchanged for long: it has an identity.
+        let server = server();
+        let cache_dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(cache_dir.path());
+        let first = ServerLayer::prepare_with(&server, Some(&cache)).unwrap();
+        let identities: Vec<_> = std::fs::read_dir(cache_dir.path().join("layers"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".id"))
+            .collect();
+        assert_eq!(identities.len(), 1, "the server's identity is remembered");
+        // The identity names the uncompressed layer: a wrong one is caught by the layer's
+        // own key (no layer is stored for it), so the layer is built from the file again.
+        let wrong = "00".repeat(32);
+        std::fs::write(identities[0].path(), &wrong).unwrap();
+        let rebuilt = ServerLayer::prepare_with(&server, Some(&cache)).unwrap();
+        assert_eq!(rebuilt.layer, first.layer);
+        assert_eq!(rebuilt.diff_id, first.diff_id);
+        let hit = ServerLayer::prepare_with(&server, Some(&cache)).unwrap();
+        assert_eq!(hit.layer, first.layer);
+        assert_eq!(hit.diff_id, first.diff_id);
+    }
+
+    #[test]
+    fn a_file_changed_just_now_has_no_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("bundle-tool");
+        std::fs::copy(server(), &copy).unwrap();
+        let entries = program_with_libraries(&copy).unwrap();
+        assert_eq!(entries_identity(&entries).unwrap(), None);
+        let installed = program_with_libraries(&server()).unwrap();
+        let identity = entries_identity(&installed).unwrap();
+        assert!(identity.is_some());
+        // Any other field of an entry gives another identity.
+        let mut moved = installed.clone();
+        if let Some(RootfsEntry::File { path, .. }) = moved.first_mut() {
+            path.push_str("-moved");
+        }
+        assert_ne!(entries_identity(&moved).unwrap(), identity);
     }
 
     #[test]
@@ -271,17 +350,18 @@ mod tests {
         );
         assert_eq!(runtime["User"], CATALOG_USER);
         assert_eq!(runtime["Labels"][CATALOG_CONFIGS_LABEL], "/configs");
-        let tar = flate2::read::MultiGzDecoder::new(&built.image.layer[..]);
-        let mut archive = tar::Archive::new(tar);
         let mut seen = BTreeMap::new();
-        for entry in archive.entries().unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path().unwrap().to_string_lossy().into_owned();
-            let link = entry
-                .link_name()
-                .unwrap()
-                .map(|l| l.to_string_lossy().into_owned());
-            seen.insert(path, (entry.header().mode().unwrap(), link));
+        for tar in uncompressed(&built.image) {
+            let mut archive = tar::Archive::new(&tar[..]);
+            for entry in archive.entries().unwrap() {
+                let entry = entry.unwrap();
+                let path = entry.path().unwrap().to_string_lossy().into_owned();
+                let link = entry
+                    .link_name()
+                    .unwrap()
+                    .map(|l| l.to_string_lossy().into_owned());
+                seen.insert(path, (entry.header().mode().unwrap(), link));
+            }
         }
         assert_eq!(
             seen["usr/bin/grpc_health_probe"].1.as_deref(),

@@ -1,20 +1,25 @@
-//! Compressed layer parts kept between runs, so that a release does not compress the same
-//! server binary again. Compressing a 27 MB static `bundle-tool` at the pinned gzip level
-//! takes about 1.5 s on one core, three quarters of a whole release of the Redis operator
+//! Compressed layers kept between runs, so that a release does not compress the same server
+//! binary again. Compressing a 27 MB static `bundle-tool` at the pinned gzip level takes
+//! about 1.5 s on one core, three quarters of a whole release of the Redis operator
 //! (docs/benchmarks.md, `release`); reading it back and checking it takes milliseconds. It is
 //! what `docker build` gets from reusing a pulled base image's layers.
 //!
-//! An entry is found by the digest of the *uncompressed* bytes and a fingerprint of the
-//! compressor (the gzip of a fixed sample): a cached part is only used when this program
-//! would have compressed those bytes to exactly the same member, so a catalog image has the
+//! A layer is found by the digest of its *uncompressed* bytes and a fingerprint of the
+//! compressor (the gzip of a fixed sample): a cached layer is only used when this program
+//! would have compressed those bytes to exactly the same blob, so a catalog image has the
 //! same digest with or without the cache, on any machine. Each file is named after the digest
 //! of its own content too, which is checked on every read; a torn or altered file is
 //! ignored, removed, and built again. Nothing here is precious: every failure to read or
 //! write the cache falls back to compressing.
 //!
+//! So that a warm release need not even read and hash the server to find its layer, the
+//! cache also remembers, under an *identity* of the layer's inputs (the caller's key: the
+//! files' inode, size and times, see `rootfs::entries_identity`), the digest of the
+//! uncompressed layer they made.
+//!
 //! Where: `$BUNDLE_TOOL_CACHE_DIR/layers`, else `$XDG_CACHE_HOME/bundle-tool/layers`, else
 //! `~/.cache/bundle-tool/layers`; `BUNDLE_TOOL_CACHE_DIR=` (empty) turns the cache off. The
-//! newest [`KEEP`] entries are kept.
+//! newest [`KEEP`] layers and [`KEEP_IDENTITIES`] identities are kept.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -22,12 +27,17 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
+use super::Blob;
+
 /// The variable that moves (or, empty, turns off) the cache.
 pub const CACHE_DIR_VARIABLE: &str = "BUNDLE_TOOL_CACHE_DIR";
 
 /// How many entries are kept: a few builds of the server side by side (a developer switching
 /// between two builds, a release job building for two tags).
 const KEEP: usize = 4;
+
+/// How many identities are kept (each is a 64-byte file).
+const KEEP_IDENTITIES: usize = 32;
 
 /// A temporary file older than this was left by a process that died while writing it.
 const STALE_TEMPORARY: Duration = Duration::from_secs(600);
@@ -60,37 +70,70 @@ impl LayerCache {
         }
     }
 
-    /// The gzip member of `uncompressed` made by `compress`, from the cache when an entry
+    /// The gzip of `uncompressed` made by `compress`, from the cache when an entry
     /// for the same bytes and the same compressor is there, else made now and stored.
-    pub fn member(
+    pub fn layer(
         &self,
         uncompressed: &[u8],
         compress: impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
-    ) -> std::io::Result<Vec<u8>> {
-        self.member_of_digested(uncompressed, Sha256::digest(uncompressed).into(), compress)
+    ) -> std::io::Result<Blob> {
+        self.layer_of_digested(uncompressed, Sha256::digest(uncompressed).into(), compress)
     }
 
-    /// [`member`](Self::member) for a caller that has the SHA-256 of `uncompressed` already
-    /// (the catalog image hashes its server part for the layer's diff ID anyway: one pass
+    /// [`layer`](Self::layer) for a caller that has the SHA-256 of `uncompressed` already
+    /// (the catalog image hashes its server layer for the layer's diff ID anyway: one pass
     /// over the 29 MB server instead of two, ~18 ms).
-    pub fn member_of_digested(
+    pub fn layer_of_digested(
         &self,
         uncompressed: &[u8],
         uncompressed_digest: [u8; 32],
         compress: impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
-    ) -> std::io::Result<Vec<u8>> {
+    ) -> std::io::Result<Blob> {
         let key = key(uncompressed_digest, &compress)?;
         if let Some(found) = self.get(&key) {
             return Ok(found);
         }
-        let member = compress(uncompressed)?;
+        let member = Blob::new(compress(uncompressed)?);
         // A cache that cannot be written costs the next run the compression, nothing else.
         let _ = self.put(&key, &member);
         Ok(member)
     }
 
+    /// The stored gzip of the bytes whose SHA-256 is `uncompressed_digest`, as `compress`
+    /// would make it, if the cache has it.
+    pub fn stored_layer(
+        &self,
+        uncompressed_digest: [u8; 32],
+        compress: impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
+    ) -> std::io::Result<Option<Blob>> {
+        Ok(self.get(&key(uncompressed_digest, &compress)?))
+    }
+
+    /// The uncompressed digest remembered for `identity`, if any.
+    pub fn recall(&self, identity: [u8; 32]) -> Option<[u8; 32]> {
+        let path = self.dir.join(format!("{}.id", hex(&identity)));
+        let text = std::fs::read_to_string(&path).ok()?;
+        match parse_hex(text.trim()) {
+            Some(found) => {
+                touch(&path);
+                Some(found)
+            }
+            None => {
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Remembers that the inputs of `identity` made the uncompressed bytes whose SHA-256 is
+    /// `uncompressed_digest` (best effort, like every write here).
+    pub fn remember(&self, identity: [u8; 32], uncompressed_digest: [u8; 32]) {
+        let name = format!("{}.id", hex(&identity));
+        let _ = self.write_entry(&name, hex(&uncompressed_digest).as_bytes());
+    }
+
     /// The entry for `key`, checked against the digest in its name.
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
+    fn get(&self, key: &str) -> Option<Blob> {
         let prefix = format!("{key}-");
         for entry in std::fs::read_dir(&self.dir).ok()?.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -103,11 +146,8 @@ impl LayerCache {
             let path = entry.path();
             match std::fs::read(&path) {
                 Ok(bytes) if hex_digest(&bytes) == content_digest => {
-                    // Marks it as recently used, for pruning.
-                    if let Ok(file) = std::fs::File::options().append(true).open(&path) {
-                        let _ = file.set_modified(SystemTime::now());
-                    }
-                    return Some(bytes);
+                    touch(&path);
+                    return Some(Blob::with_digest(format!("sha256:{content_digest}"), bytes));
                 }
                 _ => {
                     let _ = std::fs::remove_file(&path);
@@ -117,27 +157,34 @@ impl LayerCache {
         None
     }
 
-    /// Stores `member` under `key`: written to a temporary file and renamed, so a reader
-    /// never sees a part of it; then the oldest entries beyond [`KEEP`] are removed.
-    fn put(&self, key: &str, member: &[u8]) -> std::io::Result<()> {
+    /// Stores `member` under `key`.
+    fn put(&self, key: &str, member: &Blob) -> std::io::Result<()> {
+        let hex = member.digest().trim_start_matches("sha256:");
+        self.write_entry(&format!("{key}-{hex}.gz"), member.bytes())
+    }
+
+    /// Writes the entry `name`: to a temporary file, then renamed, so a reader never sees a
+    /// part of it; then the oldest entries beyond what is kept are removed.
+    fn write_entry(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
-        let name = format!("{key}-{}.gz", hex_digest(member));
         let temporary = self.dir.join(format!(".tmp-{}-{name}", std::process::id()));
-        std::fs::write(&temporary, member)?;
-        std::fs::rename(&temporary, self.dir.join(&name)).inspect_err(|_| {
+        std::fs::write(&temporary, bytes)?;
+        std::fs::rename(&temporary, self.dir.join(name)).inspect_err(|_| {
             let _ = std::fs::remove_file(&temporary);
         })?;
         self.prune();
         Ok(())
     }
 
-    /// Keeps the newest [`KEEP`] entries and removes temporary files left by dead writers.
+    /// Keeps the newest [`KEEP`] layers and [`KEEP_IDENTITIES`] identities, and removes
+    /// temporary files left by dead writers.
     fn prune(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
         let now = SystemTime::now();
-        let mut kept: Vec<(SystemTime, PathBuf)> = Vec::new();
+        let mut layers: Vec<(SystemTime, PathBuf)> = Vec::new();
+        let mut identities: Vec<(SystemTime, PathBuf)> = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let modified = entry
@@ -149,14 +196,37 @@ impl LayerCache {
                     let _ = std::fs::remove_file(entry.path());
                 }
             } else if name.ends_with(".gz") {
-                kept.push((modified, entry.path()));
+                layers.push((modified, entry.path()));
+            } else if name.ends_with(".id") {
+                identities.push((modified, entry.path()));
             }
         }
-        kept.sort_by_key(|entry| std::cmp::Reverse(entry.0));
-        for (_, path) in kept.into_iter().skip(KEEP) {
-            let _ = std::fs::remove_file(path);
+        for (mut kept, keep) in [(layers, KEEP), (identities, KEEP_IDENTITIES)] {
+            kept.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+            for (_, path) in kept.into_iter().skip(keep) {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
+}
+
+/// Marks an entry as recently used, for pruning.
+fn touch(path: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
+/// The 32 bytes written as 64 hex digits in `text`.
+fn parse_hex(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (index, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[index * 2..index * 2 + 2], 16).ok()?;
+    }
+    Some(out)
 }
 
 /// The entry key: the digest of the uncompressed bytes, bound to the compressor's
@@ -223,17 +293,18 @@ mod tests {
             gzip(bytes)
         };
         let data = b"server bytes".repeat(1000);
-        let first = cache.member(&data, counting).unwrap();
+        let first = cache.layer(&data, counting).unwrap();
         // The fingerprint compresses the sample once per key: two calls for a miss.
         assert_eq!(calls.get(), 2);
-        let second = cache.member(&data, counting).unwrap();
+        let second = cache.layer(&data, counting).unwrap();
         assert_eq!(
             calls.get(),
             3,
             "a hit compresses only the fingerprint sample"
         );
         assert_eq!(first, second);
-        assert_eq!(first, gzip(&data).unwrap());
+        assert_eq!(first.bytes(), gzip(&data).unwrap());
+        assert_eq!(first.digest(), crate::image::digest(first.bytes()));
     }
 
     #[test]
@@ -241,7 +312,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = LayerCache::at(dir.path());
         let data = b"server bytes".repeat(1000);
-        cache.member(&data, gzip).unwrap();
+        cache.layer(&data, gzip).unwrap();
         let fast = |bytes: &[u8]| {
             let mut encoder = flate2::GzBuilder::new()
                 .mtime(0)
@@ -249,10 +320,13 @@ mod tests {
             std::io::Write::write_all(&mut encoder, bytes)?;
             encoder.finish()
         };
-        let other = cache.member(&data, fast).unwrap();
-        assert_eq!(other, fast(&data).unwrap());
+        let other = cache.layer(&data, fast).unwrap();
+        assert_eq!(other.bytes(), fast(&data).unwrap());
         let more = b"other bytes".repeat(1000);
-        assert_eq!(cache.member(&more, gzip).unwrap(), gzip(&more).unwrap());
+        assert_eq!(
+            cache.layer(&more, gzip).unwrap().bytes(),
+            gzip(&more).unwrap()
+        );
     }
 
     #[test]
@@ -260,7 +334,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = LayerCache::at(dir.path());
         let data = b"server bytes".repeat(1000);
-        let good = cache.member(&data, gzip).unwrap();
+        let good = cache.layer(&data, gzip).unwrap();
         let entry = std::fs::read_dir(dir.path().join("layers"))
             .unwrap()
             .flatten()
@@ -268,8 +342,8 @@ mod tests {
             .unwrap()
             .path();
         std::fs::write(&entry, b"torn").unwrap();
-        assert_eq!(cache.member(&data, gzip).unwrap(), good);
-        assert_eq!(std::fs::read(&entry).unwrap(), good);
+        assert_eq!(cache.layer(&data, gzip).unwrap(), good);
+        assert_eq!(std::fs::read(&entry).unwrap(), good.bytes());
     }
 
     #[test]
@@ -277,18 +351,54 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = LayerCache::at(dir.path());
         for n in 0..(KEEP + 3) {
-            cache.member(format!("part {n}").as_bytes(), gzip).unwrap();
+            cache.layer(format!("part {n}").as_bytes(), gzip).unwrap();
         }
-        let count = std::fs::read_dir(dir.path().join("layers"))
-            .unwrap()
-            .count();
-        assert_eq!(count, KEEP);
+        for n in 0..(KEEP_IDENTITIES + 3) {
+            cache.remember([n as u8; 32], [0; 32]);
+        }
+        let count = |suffix: &str| {
+            std::fs::read_dir(dir.path().join("layers"))
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+                .count()
+        };
+        assert_eq!(count(".gz"), KEEP);
+        assert_eq!(count(".id"), KEEP_IDENTITIES);
     }
 
     #[test]
     fn an_unwritable_cache_still_gives_the_member() {
         let cache = LayerCache::at(Path::new("/proc/no-such-cache"));
         let data = b"server bytes".repeat(10);
-        assert_eq!(cache.member(&data, gzip).unwrap(), gzip(&data).unwrap());
+        assert_eq!(
+            cache.layer(&data, gzip).unwrap().bytes(),
+            gzip(&data).unwrap()
+        );
+        cache.remember([1; 32], [2; 32]);
+        assert_eq!(cache.recall([1; 32]), None);
+    }
+
+    #[test]
+    fn an_identity_is_recalled_and_a_damaged_one_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        assert_eq!(cache.recall([1; 32]), None);
+        cache.remember([1; 32], [0xab; 32]);
+        assert_eq!(cache.recall([1; 32]), Some([0xab; 32]));
+        assert_eq!(cache.recall([3; 32]), None);
+        let file = dir
+            .path()
+            .join("layers")
+            .join(format!("{}.id", hex(&[1; 32])));
+        std::fs::write(&file, "not hex").unwrap();
+        assert_eq!(cache.recall([1; 32]), None);
+        assert!(!file.exists(), "a damaged identity is removed");
+        // A layer stored by its uncompressed digest is found without the bytes.
+        let data = b"server bytes".repeat(100);
+        let stored = cache.layer(&data, gzip).unwrap();
+        let digest: [u8; 32] = Sha256::digest(&data).into();
+        assert_eq!(cache.stored_layer(digest, gzip).unwrap(), Some(stored));
+        assert_eq!(cache.stored_layer([9; 32], gzip).unwrap(), None);
     }
 }

@@ -4,16 +4,16 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{BuiltImage, digest};
+use super::{Blob, BuiltImage, digest};
 use crate::durable;
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
-/// Writes one blob unless the layout has it whole already (a blob's name is its digest, so a
-/// file of the right size under it is this blob: every blob is written by a rename of a
-/// complete, fsynced file).
-fn write_blob(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let hex = digest(bytes).trim_start_matches("sha256:").to_string();
+/// Writes one blob, whose digest is `blob_digest`, unless the layout has it whole already (a
+/// blob's name is its digest, so a file of the right size under it is this blob: every blob
+/// is written by a rename of a complete, fsynced file).
+fn write_blob(dir: &Path, blob_digest: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let hex = blob_digest.trim_start_matches("sha256:");
     let path = dir.join("blobs").join("sha256").join(hex);
     let whole = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
     if !whole {
@@ -40,10 +40,10 @@ pub fn write_images(dir: &Path, images: &[(&str, &BuiltImage)]) -> std::io::Resu
         durable::write_file(&marker, MARKER)?;
     }
     for (_, image) in images {
-        for (_, blob) in image.blobs() {
-            write_blob(dir, blob)?;
+        for (blob_digest, blob) in image.blobs() {
+            write_blob(dir, &blob_digest, blob)?;
         }
-        write_blob(dir, &image.manifest)?;
+        write_blob(dir, &image.digest(), &image.manifest)?;
     }
     let index_path = dir.join("index.json");
     let mut index: Value = std::fs::read(&index_path)
@@ -92,11 +92,12 @@ pub fn read_layout(dir: &Path, tag: Option<&str>) -> std::io::Result<BuiltImage>
     }
     .ok_or_else(|| invalid(format!("{}: no image tagged {tag:?}", dir.display())))?;
     let blob = |d: &str| -> std::io::Result<Vec<u8>> {
-        let bytes = std::fs::read(
-            dir.join("blobs")
-                .join("sha256")
-                .join(d.trim_start_matches("sha256:")),
-        )?;
+        // A digest is a file name here: nothing but `sha256:` and hex may reach the path.
+        let hex = d.strip_prefix("sha256:").unwrap_or_default();
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(invalid(format!("{}: bad blob digest {d:?}", dir.display())));
+        }
+        let bytes = std::fs::read(dir.join("blobs").join("sha256").join(hex))?;
         if digest(&bytes) != d {
             return Err(invalid(format!("blob {d} does not match its digest")));
         }
@@ -105,17 +106,25 @@ pub fn read_layout(dir: &Path, tag: Option<&str>) -> std::io::Result<BuiltImage>
     let manifest = blob(entry["digest"].as_str().unwrap_or_default())?;
     let parsed: Value = serde_json::from_slice(&manifest).map_err(|e| invalid(e.to_string()))?;
     let config = blob(parsed["config"]["digest"].as_str().unwrap_or_default())?;
-    let layers = parsed["layers"].as_array().cloned().unwrap_or_default();
-    if layers.len() != 1 {
+    let layers = parsed["layers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|layer| {
+            let d = layer["digest"].as_str().unwrap_or_default();
+            blob(d).map(|bytes| Blob::with_digest(d.to_string(), bytes))
+        })
+        .collect::<std::io::Result<Vec<Blob>>>()?;
+    if layers.is_empty() {
         return Err(invalid(format!(
-            "expected one layer, found {}",
-            layers.len()
+            "{}: the image tagged {tag:?} has no layer",
+            dir.display()
         )));
     }
-    let layer = blob(layers[0]["digest"].as_str().unwrap_or_default())?;
     Ok(BuiltImage {
         manifest,
         config,
-        layer,
+        layers,
     })
 }

@@ -16,9 +16,9 @@ mod rootfs;
 mod session;
 mod unpack;
 
-pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
+pub use build::{Blob, BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
 pub use catalog::{
-    CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, ServerPart,
+    CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, ServerLayer,
     build_catalog_image_with, build_runnable_catalog_image, server_binary,
 };
 pub use credentials::Credentials;
@@ -28,7 +28,7 @@ pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_
 pub use reference::parse_reference;
 pub use registry::RegistryClient;
 pub use rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
-pub use unpack::unpack_layer;
+pub use unpack::{unpack_layer, unpack_layers};
 
 use sha2::{Digest, Sha256};
 

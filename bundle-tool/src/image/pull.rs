@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::unpack::unpack_layer_part;
+use super::unpack::unpack_layers;
 use super::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, parse_reference};
 
 /// The label every bundle image carries (opm checks it too).
@@ -57,7 +57,7 @@ impl PulledImage {
     }
 }
 
-/// Pulls `reference` (credentials from the auth files) and unpacks its layer.
+/// Pulls `reference` (credentials from the auth files) and unpacks its layers.
 pub fn pull_to_temp(reference: &str, plain_http: bool) -> Result<PulledImage, PullError> {
     let parsed = parse_reference(reference).map_err(PullError::Reference)?;
     let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
@@ -69,7 +69,7 @@ pub fn pull_to_temp(reference: &str, plain_http: bool) -> Result<PulledImage, Pu
     let only = labels[CATALOG_CONFIGS_LABEL]
         .as_str()
         .map(|configs| std::path::PathBuf::from(configs.trim_start_matches('/')));
-    unpack_layer_part(&image.layer, folder.path(), only.as_deref()).map_err(PullError::Unpack)?;
+    unpack_layers(&image.layers, folder.path(), only.as_deref()).map_err(PullError::Unpack)?;
     let (root, kind) = match labels[CATALOG_CONFIGS_LABEL].as_str() {
         Some(configs) => (
             folder.path().join(configs.trim_start_matches('/')),

@@ -1,6 +1,6 @@
 //! Pushing an image over a plain-HTTP [`Session`] with the distribution API, in the fewest
-//! exchanges: `HEAD` each blob (both at once), upload the missing ones (`POST` then one
-//! monolithic `PUT`, both blobs at once), `PUT` the manifest, then `HEAD` it to check that
+//! exchanges: `HEAD` each blob (all at once), upload the missing ones (`POST` then one
+//! monolithic `PUT`, all at once), `PUT` the manifest, then `HEAD` it to check that
 //! the registry's digest is ours. Each step is retried on its own when it fails transiently.
 
 use std::future::Future;
@@ -30,35 +30,21 @@ pub async fn push(
     reference: &str,
     image: &BuiltImage,
 ) -> anyhow::Result<String> {
-    let (config_digest, layer_digest) = (super::digest(&image.config), super::digest(&image.layer));
+    let blobs = image.blobs();
     let manifest_path = format!("/v2/{repository}/manifests/{reference}");
     let media_type = HeaderValue::from_str(&image.media_type())?;
     let manifest = Bytes::from(image.manifest.clone());
     // Two rounds at most: a registry that answers the manifest with 400 has not linked a blob
     // into this repository (seen with concurrent pushes of the same blob to two repositories
     // of Debian's docker-registry, where a HEAD said the blob was there). The second round
-    // uploads both blobs without asking first.
+    // uploads every blob without asking first.
     for round in 0..2 {
         let force = round > 0;
-        // A bundle image has two blobs, config and layer: send them side by side.
-        tokio::try_join!(
-            push_blob(
-                session,
-                attempts,
-                repository,
-                &config_digest,
-                &image.config,
-                force
-            ),
-            push_blob(
-                session,
-                attempts,
-                repository,
-                &layer_digest,
-                &image.layer,
-                force
-            ),
-        )?;
+        // The config and every layer side by side.
+        futures::future::try_join_all(blobs.iter().map(|(blob_digest, bytes)| {
+            push_blob(session, attempts, repository, blob_digest, bytes, force)
+        }))
+        .await?;
         let status = retry(attempts, "pushing the manifest", || async {
             let mut headers = HeaderMap::new();
             headers.insert(http::header::CONTENT_TYPE, media_type.clone());

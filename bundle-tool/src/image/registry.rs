@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::credentials::Credentials;
 use super::retry::with_backoff;
 use super::session::{Access, ExchangeError, Session};
-use super::{BuiltImage, MANIFEST_MEDIA_TYPE, digest};
+use super::{Blob, BuiltImage, MANIFEST_MEDIA_TYPE, digest};
 
 /// A client for one registry protocol (HTTPS, or plain HTTP for local registries).
 pub struct RegistryClient {
@@ -192,7 +192,7 @@ impl RegistryClient {
         Ok(reported)
     }
 
-    /// Pulls the single-layer image at `reference`, verifying every digest.
+    /// Pulls the image at `reference` with all its layers, verifying every digest.
     pub async fn pull(&self, reference: &Reference) -> anyhow::Result<BuiltImage> {
         let auth = self.credentials.auth();
         let (manifest, reported) = self
@@ -241,17 +241,20 @@ impl RegistryClient {
                 .to_string(),
         )
         .await?;
-        let layers = parsed["layers"].as_array().cloned().unwrap_or_default();
-        anyhow::ensure!(
-            layers.len() == 1,
-            "{reference} has {} layers; a bundle image has one",
-            layers.len()
-        );
-        let layer = fetch(layers[0]["digest"].as_str().unwrap_or_default().to_string()).await?;
+        let listed = parsed["layers"].as_array().cloned().unwrap_or_default();
+        anyhow::ensure!(!listed.is_empty(), "{reference} has no layer");
+        let layers = futures::future::try_join_all(listed.iter().map(|layer| {
+            let layer_digest = layer["digest"].as_str().unwrap_or_default().to_string();
+            async move {
+                let bytes = fetch(layer_digest.clone()).await?;
+                anyhow::Ok(Blob::with_digest(layer_digest, bytes))
+            }
+        }))
+        .await?;
         Ok(BuiltImage {
             manifest: manifest.to_vec(),
             config,
-            layer,
+            layers,
         })
     }
 }

@@ -87,7 +87,7 @@ pub fn build_rootfs_image(
 ) -> io::Result<BuiltImage> {
     let mut tar = tar_part(entries)?;
     tar.extend_from_slice(&TAR_END);
-    let image_config = image_config(config, &super::digest(&tar));
+    let image_config = image_config(config, &[super::digest(&tar)]);
     assemble(tar, image_config)
 }
 
@@ -96,7 +96,8 @@ pub(super) const TAR_END: [u8; 1024] = [0; 1024];
 
 /// The tar entries of `entries`, sorted by path, with the folders that hold an entry but are
 /// not listed added (mode 0755), and *without* the end-of-archive blocks: parts made this way
-/// can follow one another in one archive (the catalog image puts its server part first).
+/// can follow one another in one archive ([`TAR_END`] ends it: the catalog image's configs
+/// layer is its `/configs` folder and then the catalog's files).
 pub(super) fn tar_part(entries: &[RootfsEntry]) -> io::Result<Vec<u8>> {
     let mut by_path: BTreeMap<String, &RootfsEntry> = BTreeMap::new();
     let mut implied: BTreeMap<String, RootfsEntry> = BTreeMap::new();
@@ -171,8 +172,9 @@ pub(super) fn tar_part(entries: &[RootfsEntry]) -> io::Result<Vec<u8>> {
     Ok(std::mem::take(builder.get_mut()))
 }
 
-/// The image config of a one-layer image whose uncompressed layer has digest `diff_id`.
-pub(super) fn image_config(config: &ContainerConfig, diff_id: &str) -> serde_json::Value {
+/// The image config of an image whose uncompressed layers, lowest first, have the digests
+/// `diff_ids`.
+pub(super) fn image_config(config: &ContainerConfig, diff_ids: &[String]) -> serde_json::Value {
     let mut runtime = serde_json::Map::new();
     runtime.insert("Labels".into(), json!(config.labels));
     if !config.entrypoint.is_empty() {
@@ -192,8 +194,75 @@ pub(super) fn image_config(config: &ContainerConfig, diff_id: &str) -> serde_jso
         "architecture": "amd64",
         "os": "linux",
         "config": runtime,
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
     })
+}
+
+/// A file changed less than this long ago is not given an identity: file times come from a
+/// coarse clock (a few milliseconds), so a file rewritten again within the same tick with
+/// the same size would keep its identity.
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A key that changes whenever the tar part of `entries` would: every entry as given, each
+/// listed file's identity on disk (device, inode, size, modification and change times; the
+/// change time cannot be set back by a program), and the tar part of a fixed sample, so that
+/// another tar writer gives other keys. Stat-ing a few files instead of reading and hashing
+/// them (29 MB for the static server: ~40 ms) is how `make` and git's index decide that a
+/// file is unchanged. `None` when a file was changed in the last [`RACY`] seconds.
+pub(super) fn entries_identity(entries: &[RootfsEntry]) -> io::Result<Option<[u8; 32]>> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::MetadataExt;
+    let sample = [
+        RootfsEntry::Dir {
+            path: "/d".into(),
+            mode: 0o1777,
+        },
+        RootfsEntry::Bytes {
+            path: "/d/f".into(),
+            data: b"sample".to_vec(),
+            mode: 0o644,
+        },
+        RootfsEntry::Symlink {
+            path: "/d/l".into(),
+            target: "f".into(),
+        },
+    ];
+    let mut hasher = Sha256::new();
+    hasher.update(b"bundle-tool rootfs identity 1\0");
+    hasher.update(tar_part(&sample)?);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    for entry in entries {
+        hasher.update(format!("{entry:?}\0").as_bytes());
+        if let RootfsEntry::File { source, .. } = entry {
+            let meta = std::fs::metadata(source)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", source.display())))?;
+            let at = |seconds: i64, nanoseconds: i64| {
+                std::time::Duration::new(
+                    seconds.max(0) as u64,
+                    nanoseconds.clamp(0, 999_999_999) as u32,
+                )
+            };
+            let changed =
+                at(meta.mtime(), meta.mtime_nsec()).max(at(meta.ctime(), meta.ctime_nsec()));
+            if now.saturating_sub(changed) < RACY {
+                return Ok(None);
+            }
+            for number in [
+                meta.dev(),
+                meta.ino(),
+                meta.size(),
+                meta.mtime() as u64,
+                meta.mtime_nsec() as u64,
+                meta.ctime() as u64,
+                meta.ctime_nsec() as u64,
+            ] {
+                hasher.update(number.to_le_bytes());
+            }
+        }
+    }
+    Ok(Some(hasher.finalize().into()))
 }
 
 /// `program` at `/usr/bin/<name>` (mode 0755) and, unless it is statically linked, every
@@ -318,7 +387,7 @@ mod tests {
     use super::*;
 
     fn names(image: &BuiltImage) -> Vec<(String, u32)> {
-        let tar = flate2::read::GzDecoder::new(&image.layer[..]);
+        let tar = flate2::read::GzDecoder::new(image.layers[0].bytes());
         let mut archive = tar::Archive::new(tar);
         archive
             .entries()

@@ -1,10 +1,22 @@
-//! Unpacking a layer safely: no absolute paths, no `..`, no links, bounded sizes.
+//! Unpacking an image's layers safely: no absolute paths, no `..`, no links, bounded sizes.
+//! Layers are applied lowest first, with the OCI whiteouts of later layers (`.wh.<name>`
+//! removes `<name>`, `.wh..wh..opq` empties its folder of what lower layers put there), as a
+//! container runtime would, so an image built with `docker build` (a bundle.Dockerfile's two
+//! COPYs are two layers) unpacks to what runs.
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
+use super::Blob;
+
 /// Largest total of unpacked bytes accepted (bundles are limited to about 1 MiB compressed).
 const MAX_TOTAL: u64 = 64 * 1024 * 1024;
+
+/// The prefix of a whiteout entry's name.
+const WHITEOUT: &str = ".wh.";
+/// The name of an opaque-folder whiteout.
+const OPAQUE: &str = ".wh..wh..opq";
 
 /// Unpacks the gzip tar `layer` into `dir`, refusing anything that could escape it.
 pub fn unpack_layer(layer: &[u8], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
@@ -18,51 +30,171 @@ pub fn unpack_layer_part(
     dir: &Path,
     only: Option<&Path>,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    // Every member: a layer may be several gzip members one after the other (the catalog
-    // image's server part is one, cached between builds), and a reader of the first alone
-    // would see a shorter archive without any error.
-    let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(layer));
-    let mut written = Vec::new();
-    let mut total = 0u64;
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        let path = entry.path()?.into_owned();
-        let safe = path
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-        anyhow::ensure!(
-            safe,
-            "refusing layer entry {}: absolute or parent path",
-            path.display()
-        );
-        if only.is_some_and(|only| !path.starts_with(only)) {
-            continue;
-        }
-        let target = dir.join(&path);
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => std::fs::create_dir_all(&target)?,
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let size = entry.header().size()?;
-                total += size;
-                anyhow::ensure!(
-                    total <= MAX_TOTAL,
-                    "layer unpacks to more than {MAX_TOTAL} bytes"
-                );
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                let mut data = Vec::with_capacity(size as usize);
-                entry.by_ref().take(size).read_to_end(&mut data)?;
-                std::fs::write(&target, data)?;
-                written.push(path);
-            }
-            other => anyhow::bail!(
-                "refusing layer entry {} of type {other:?} (links and devices are not unpacked)",
-                path.display()
-            ),
-        }
+    let mut unpacked = Unpacked::default();
+    unpacked.apply(layer, dir, only)?;
+    Ok(unpacked.files.into_iter().collect())
+}
+
+/// Unpacks every layer of an image, lowest first, below `only` when given; the files
+/// unpacked, sorted.
+pub fn unpack_layers(
+    layers: &[Blob],
+    dir: &Path,
+    only: Option<&Path>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut unpacked = Unpacked::default();
+    for layer in layers {
+        unpacked
+            .apply(layer.bytes(), dir, only)
+            .map_err(|e| e.context(format!("layer {}", layer.digest())))?;
     }
-    Ok(written)
+    Ok(unpacked.files.into_iter().collect())
+}
+
+/// One entry of a layer, read whole before anything of the layer is written: its whiteouts
+/// apply to the layers below it only, wherever they stand in its archive.
+enum Change {
+    Folder(PathBuf),
+    File(PathBuf, Vec<u8>),
+    Remove(PathBuf),
+    Empty(PathBuf),
+}
+
+/// What the layers applied so far have unpacked.
+#[derive(Default)]
+struct Unpacked {
+    files: BTreeSet<PathBuf>,
+    total: u64,
+}
+
+impl Unpacked {
+    fn apply(&mut self, layer: &[u8], dir: &Path, only: Option<&Path>) -> anyhow::Result<()> {
+        let concerns = |path: &Path| only.is_none_or(|only| path.starts_with(only));
+        let mut changes = Vec::new();
+        // Every member: a layer may be several gzip members one after the other (catalog images
+        // of bundle-tool before 2026-12-03 are), and a reader of the first alone would see a
+        // shorter archive without any error.
+        let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(layer));
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            let path = entry.path()?.into_owned();
+            let safe = path
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            anyhow::ensure!(
+                safe,
+                "refusing layer entry {}: absolute or parent path",
+                path.display()
+            );
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if let Some(hidden) = name.strip_prefix(WHITEOUT) {
+                let parent = path.parent().unwrap_or(Path::new("")).to_path_buf();
+                let (change, target) = if name == OPAQUE {
+                    (Change::Empty(parent.clone()), parent)
+                } else {
+                    // `.wh..` would name the folder above: only a plain name is removed.
+                    let plain = Path::new(hidden).components().count() == 1
+                        && matches!(
+                            Path::new(hidden).components().next(),
+                            Some(Component::Normal(_))
+                        );
+                    anyhow::ensure!(
+                        plain,
+                        "refusing layer entry {}: a whiteout of no plain name",
+                        path.display()
+                    );
+                    let target = parent.join(hidden);
+                    (Change::Remove(target.clone()), target)
+                };
+                // A folder above `only` removed takes what is below `only` with it.
+                if concerns(&target) || only.is_some_and(|only| only.starts_with(&target)) {
+                    changes.push(change);
+                }
+                continue;
+            }
+            if !concerns(&path) {
+                continue;
+            }
+            match entry.header().entry_type() {
+                tar::EntryType::Directory => changes.push(Change::Folder(path)),
+                tar::EntryType::Regular | tar::EntryType::Continuous => {
+                    let size = entry.header().size()?;
+                    self.total += size;
+                    anyhow::ensure!(
+                        self.total <= MAX_TOTAL,
+                        "the image unpacks to more than {MAX_TOTAL} bytes"
+                    );
+                    let mut data = Vec::with_capacity(size as usize);
+                    entry.by_ref().take(size).read_to_end(&mut data)?;
+                    changes.push(Change::File(path, data));
+                }
+                other => anyhow::bail!(
+                    "refusing layer entry {} of type {other:?} (links and devices are not unpacked)",
+                    path.display()
+                ),
+            }
+        }
+        changes.sort_by_key(|change| !matches!(change, Change::Remove(_) | Change::Empty(_)));
+        for change in changes {
+            match change {
+                Change::Remove(path) => {
+                    remove(&dir.join(&path))?;
+                    self.files.retain(|file| !file.starts_with(&path));
+                }
+                Change::Empty(path) => {
+                    let folder = dir.join(&path);
+                    if folder.is_dir() {
+                        for child in std::fs::read_dir(&folder)? {
+                            remove(&child?.path())?;
+                        }
+                    }
+                    self.files.retain(|file| !file.starts_with(&path));
+                }
+                Change::Folder(path) => {
+                    let target = dir.join(&path);
+                    if target.is_file() {
+                        std::fs::remove_file(&target)?;
+                        self.files.remove(&path);
+                    }
+                    std::fs::create_dir_all(&target)?;
+                }
+                Change::File(path, data) => {
+                    let target = dir.join(&path);
+                    if target.is_dir() {
+                        std::fs::remove_dir_all(&target)?;
+                        self.files.retain(|file| !file.starts_with(&path));
+                    }
+                    if let Some(parent) = target.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::fs::write(&target, data)?;
+                    self.files.insert(path);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes a file or a folder with all it holds; nothing there is not an error.
+fn remove(path: &Path) -> std::io::Result<()> {
+    let removed = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) => Err(e),
+    };
+    match removed {
+        // Nothing there, or a file where a folder of the path would be: nothing to remove.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -104,7 +236,8 @@ mod tests {
     #[test]
     fn reads_every_gzip_member_of_a_layer() {
         // Two members: the first holds one entry and no end-of-archive blocks, the second
-        // the next entry and the end (how the catalog image is made).
+        // the next entry and the end (how catalog images were made before their server had
+        // a layer of its own).
         let one = layer(&[("a/first", tar::EntryType::Regular)]);
         let mut whole = Vec::new();
         flate2::read::GzDecoder::new(&one[..])
@@ -174,5 +307,74 @@ mod tests {
         assert!(!dir.path().join("usr").exists());
         // Unpacked whole, the link is refused as before.
         assert!(unpack_layer(&layer, tempfile::tempdir().unwrap().path()).is_err());
+    }
+
+    fn blobs(layers: &[Vec<u8>]) -> Vec<Blob> {
+        layers.iter().map(|l| Blob::new(l.clone())).collect()
+    }
+
+    #[test]
+    fn later_layers_win_and_their_whiteouts_remove_what_is_below() {
+        let lower = layer(&[
+            ("manifests/a.yaml", tar::EntryType::Regular),
+            ("manifests/b.yaml", tar::EntryType::Regular),
+            ("metadata/old/x", tar::EntryType::Regular),
+            ("metadata/keep", tar::EntryType::Regular),
+        ]);
+        // The whiteouts stand after the entries they sit beside: they still only remove what
+        // lower layers made.
+        let upper = layer(&[
+            ("metadata/old/.wh..wh..opq", tar::EntryType::Regular),
+            ("metadata/old/y", tar::EntryType::Regular),
+            ("manifests/.wh.b.yaml", tar::EntryType::Regular),
+            ("manifests/c.yaml", tar::EntryType::Regular),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let files = unpack_layers(&blobs(&[lower, upper]), dir.path(), None).unwrap();
+        let expected: Vec<PathBuf> = [
+            "manifests/a.yaml",
+            "manifests/c.yaml",
+            "metadata/keep",
+            "metadata/old/y",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(files, expected);
+        assert!(!dir.path().join("manifests/b.yaml").exists());
+        assert!(!dir.path().join("metadata/old/x").exists());
+        assert!(dir.path().join("metadata/old/y").is_file());
+        assert!(!dir.path().join("manifests/.wh.b.yaml").exists());
+    }
+
+    #[test]
+    fn a_whiteout_above_the_unpacked_part_removes_it() {
+        let lower = layer(&[("configs/pkg/catalog.json", tar::EntryType::Regular)]);
+        let upper = layer(&[
+            (".wh.configs", tar::EntryType::Regular),
+            ("configs/new/catalog.json", tar::EntryType::Regular),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let files = unpack_layers(
+            &blobs(&[lower, upper]),
+            dir.path(),
+            Some(Path::new("configs")),
+        )
+        .unwrap();
+        assert_eq!(files, vec![PathBuf::from("configs/new/catalog.json")]);
+        assert!(!dir.path().join("configs/pkg").exists());
+    }
+
+    #[test]
+    fn a_whiteout_may_not_name_what_is_above_its_folder() {
+        let base = tempfile::tempdir().unwrap();
+        let out = base.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(base.path().join("precious"), b"x").unwrap();
+        for name in ["a/.wh...", "a/.wh..", "a/.wh."] {
+            let bad = layer(&[(name, tar::EntryType::Regular)]);
+            assert!(unpack_layer(&bad, &out).is_err(), "{name}");
+        }
+        assert!(base.path().join("precious").exists());
     }
 }

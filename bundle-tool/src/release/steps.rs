@@ -55,14 +55,14 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
 }
 
 fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
-    // The catalog image's server part depends on nothing the steps make: it is prepared on
+    // The catalog image's server layer depends on nothing the steps make: it is prepared on
     // another thread while they run (compressing a 27 MB static server takes ~1.5 s when the
     // layer cache does not have it; the steps before build-catalog ~0.4 s).
-    let server_part = (!plan.dry_run).then(|| {
-        std::thread::spawn(|| -> std::io::Result<(PathBuf, image::ServerPart)> {
+    let server_layer = (!plan.dry_run).then(|| {
+        std::thread::spawn(|| -> std::io::Result<(PathBuf, image::ServerLayer)> {
             let server = image::server_binary()?;
-            let part = image::ServerPart::prepare(&server)?;
-            Ok((server, part))
+            let layer = image::ServerLayer::prepare(&server)?;
+            Ok((server, layer))
         })
     });
     // generate: with the released bundle's createdAt when the version is already in the
@@ -296,17 +296,17 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         ),
     }
     summary.set("validate-catalog", StepStatus::Done, "valid");
-    let (server, part) = server_part
+    let (server, server_layer) = server_layer
         .expect("started unless this is a dry run")
         .join()
         .map_err(|_| {
             ReleaseError::step(
                 "build-catalog",
-                crate::action::ActionError::message("preparing the server part panicked"),
+                crate::action::ActionError::message("preparing the server layer panicked"),
             )
         })?
         .map_err(|e| ReleaseError::step("build-catalog", e))?;
-    let catalog_image = runnable_catalog_image(&catalog_source, &server, &part)
+    let catalog_image = runnable_catalog_image(&catalog_source, &server, &server_layer)
         .map_err(|e| ReleaseError::step("build-catalog", e))?;
     summary.catalog.digest = catalog_image.digest();
     summary.set("build-catalog", StepStatus::Done, catalog_image.digest());
