@@ -432,6 +432,146 @@ fn the_operator_binary_becomes_a_scratch_image_that_runs_as_non_root() {
     );
 }
 
+/// An image built the way `docker build -f bundle.Dockerfile` builds one, a layer per step,
+/// with whiteouts: umoci inserts a stale `manifests/` (a ConfigMap that must not be read),
+/// the real `manifests/` over it as an opaque folder, `metadata/`, a stray manifest, and a
+/// whiteout of that stray manifest.
+fn layered_bundle_image(work: &Path) -> anyhow::Result<std::path::PathBuf> {
+    let bundle = e2e::corpus::redis_bundle();
+    let stale = work.join("stale");
+    std::fs::create_dir_all(&stale)?;
+    let stray = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: must-not-be-read\n";
+    std::fs::write(stale.join("stale.yaml"), stray)?;
+    std::fs::write(work.join("stray.yaml"), stray)?;
+    let layout = work.join("oci");
+    let image = format!("{}:bundle", layout.display());
+    ok(run(
+        Command::new("umoci")
+            .args(["init", "--layout"])
+            .arg(&layout),
+        None,
+    ));
+    ok(run(
+        Command::new("umoci").args(["new", "--image", &image]),
+        None,
+    ));
+    let insert = |args: &[&str]| {
+        ok(run(
+            Command::new("umoci")
+                .args(["insert", "--rootless", "--image", &image])
+                .args(args),
+            None,
+        ))
+    };
+    insert(&[stale.to_str().unwrap(), "/manifests"]);
+    insert(&[
+        "--opaque",
+        bundle.join("manifests").to_str().unwrap(),
+        "/manifests",
+    ]);
+    insert(&[bundle.join("metadata").to_str().unwrap(), "/metadata"]);
+    insert(&[
+        work.join("stray.yaml").to_str().unwrap(),
+        "/manifests/stray.yaml",
+    ]);
+    insert(&["--whiteout", "/manifests/stray.yaml"]);
+    let annotations = std::fs::read_to_string(bundle.join("metadata/annotations.yaml"))?;
+    let mut config = vec!["config".to_string(), "--image".into(), image.clone()];
+    for line in annotations.lines().filter(|l| l.starts_with("  ")) {
+        let (key, value) = line.trim().split_once(": ").expect("key: value");
+        config.push("--config.label".into());
+        config.push(format!("{key}={value}"));
+    }
+    ok(run(Command::new("umoci").args(&config), None));
+    Ok(layout)
+}
+
+#[tokio::test]
+async fn a_bundle_image_of_several_layers_with_whiteouts_reads_as_opm_reads_it()
+-> anyhow::Result<()> {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
+    let work = tempfile::tempdir()?;
+    let layout = layered_bundle_image(work.path())?;
+    let reference = format!("{}/example/layered-bundle:v0.1.0", registry.host());
+    ok(run(
+        Command::new("skopeo")
+            .args(["--insecure-policy", "copy", "--dest-tls-verify=false", "-q"])
+            .arg(format!("oci:{}:bundle", layout.display()))
+            .arg(format!("docker://{reference}")),
+        None,
+    ));
+    let raw: Value = serde_json::from_str(&ok(run(
+        Command::new("skopeo").args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ]),
+        None,
+    )))?;
+    assert_eq!(raw["layers"].as_array().map(Vec::len), Some(5), "{raw}");
+
+    let opm = Assets::locate()?.opm()?;
+    let theirs: Value = serde_json::from_str(&ok(run(
+        Command::new(&opm).args(["render", "--use-http", &reference, "-o", "json"]),
+        None,
+    )))?;
+    let ours: Value = serde_json::from_str(&ok(run(
+        Command::new(e2e::bundle_tool_binary()).args([
+            "catalog",
+            "render",
+            "--plain-http",
+            &reference,
+            "-o",
+            "json",
+        ]),
+        None,
+    )))?;
+    assert_eq!(ours, theirs);
+    let from_dir: Value = serde_json::from_str(&ok(run(
+        Command::new(&opm)
+            .args(["render", "-o", "json"])
+            .arg(e2e::corpus::redis_bundle()),
+        None,
+    )))?;
+    // Neither the stale nor the stray ConfigMap is read.
+    assert_eq!(without_image(theirs, &reference), from_dir);
+    ok(run(
+        Command::new(e2e::bundle_tool_binary()).args(["validate", "--plain-http", &reference]),
+        None,
+    ));
+
+    // Pulled, it is the bundle folder, file for file.
+    let out = tempfile::tempdir()?;
+    ok(run(
+        Command::new(e2e::bundle_tool_binary())
+            .args(["pull", &reference])
+            .arg(out.path())
+            .arg("--plain-http"),
+        None,
+    ));
+    let listing = |root: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut files = Vec::new();
+        for folder in ["manifests", "metadata"] {
+            let mut names: Vec<_> = std::fs::read_dir(root.join(folder))
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            names.sort();
+            for name in names {
+                let path = root.join(folder).join(&name);
+                files.push((
+                    format!("{folder}/{}", name.to_string_lossy()),
+                    std::fs::read(path).unwrap(),
+                ));
+            }
+        }
+        files
+    };
+    assert_eq!(listing(out.path()), listing(&e2e::corpus::redis_bundle()));
+    Ok(())
+}
+
 #[tokio::test]
 async fn docker_v2s2_manifests_on_request() -> anyhow::Result<()> {
     let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;

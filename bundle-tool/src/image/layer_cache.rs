@@ -17,6 +17,11 @@
 //! files' inode, size and times, see `rootfs::entries_identity`), the digest of the
 //! uncompressed layer they made.
 //!
+//! And it remembers where large blobs were pushed (registry and repository), so that a push
+//! of the same blob to another repository of that registry can ask the registry to mount it
+//! from there instead of sending it again, as `docker push` does for base layers and skopeo
+//! for every blob its blob-info cache has seen.
+//!
 //! Where: `$BUNDLE_TOOL_CACHE_DIR/layers`, else `$XDG_CACHE_HOME/bundle-tool/layers`, else
 //! `~/.cache/bundle-tool/layers`; `BUNDLE_TOOL_CACHE_DIR=` (empty) turns the cache off. The
 //! newest [`KEEP`] layers and [`KEEP_IDENTITIES`] identities are kept.
@@ -36,8 +41,11 @@ pub const CACHE_DIR_VARIABLE: &str = "BUNDLE_TOOL_CACHE_DIR";
 /// between two builds, a release job building for two tags).
 const KEEP: usize = 4;
 
-/// How many identities are kept (each is a 64-byte file).
+/// How many identities are kept (each is a 64-byte file), and as many blob locations.
 const KEEP_IDENTITIES: usize = 32;
+
+/// How many repositories are remembered for one blob.
+const LOCATIONS_PER_BLOB: usize = 8;
 
 /// A temporary file older than this was left by a process that died while writing it.
 const STALE_TEMPORARY: Duration = Duration::from_secs(600);
@@ -132,6 +140,37 @@ impl LayerCache {
         let _ = self.write_entry(&name, hex(&uncompressed_digest).as_bytes());
     }
 
+    /// The repositories of `registry` (`host:port`) the blob `blob_digest` was last pushed
+    /// to, the latest first.
+    pub fn pushed_to(&self, blob_digest: &str, registry: &str) -> Vec<String> {
+        let Some(name) = location_file(blob_digest) else {
+            return Vec::new();
+        };
+        let text = std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        text.lines()
+            .rev()
+            .filter_map(|line| line.split_once(' '))
+            .filter(|(host, _)| *host == registry)
+            .map(|(_, repository)| repository.to_string())
+            .collect()
+    }
+
+    /// Remembers that `registry` has `blob_digest` in `repository` (best effort).
+    pub fn remember_push(&self, blob_digest: &str, registry: &str, repository: &str) {
+        let Some(name) = location_file(blob_digest) else {
+            return;
+        };
+        let line = format!("{registry} {repository}");
+        if line.contains('\n') || registry.contains(' ') || repository.contains(' ') {
+            return;
+        }
+        let text = std::fs::read_to_string(self.dir.join(&name)).unwrap_or_default();
+        let mut lines: Vec<&str> = text.lines().filter(|l| *l != line).collect();
+        lines.push(&line);
+        let start = lines.len().saturating_sub(LOCATIONS_PER_BLOB);
+        let _ = self.write_entry(&name, format!("{}\n", lines[start..].join("\n")).as_bytes());
+    }
+
     /// The entry for `key`, checked against the digest in its name.
     fn get(&self, key: &str) -> Option<Blob> {
         let prefix = format!("{key}-");
@@ -197,7 +236,7 @@ impl LayerCache {
                 }
             } else if name.ends_with(".gz") {
                 layers.push((modified, entry.path()));
-            } else if name.ends_with(".id") {
+            } else if name.ends_with(".id") || name.ends_with(".at") {
                 identities.push((modified, entry.path()));
             }
         }
@@ -208,6 +247,12 @@ impl LayerCache {
             }
         }
     }
+}
+
+/// The file of a blob's locations, for a `sha256:<64 hex>` digest only.
+fn location_file(blob_digest: &str) -> Option<String> {
+    let hex = blob_digest.strip_prefix("sha256:")?;
+    (parse_hex(hex).is_some()).then(|| format!("{hex}.at"))
 }
 
 /// Marks an entry as recently used, for pruning.
@@ -344,6 +389,29 @@ mod tests {
         std::fs::write(&entry, b"torn").unwrap();
         assert_eq!(cache.layer(&data, gzip).unwrap(), good);
         assert_eq!(std::fs::read(&entry).unwrap(), good.bytes());
+    }
+
+    #[test]
+    fn pushed_blobs_are_found_by_registry_latest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        let blob = format!("sha256:{}", "ab".repeat(32));
+        assert!(cache.pushed_to(&blob, "r:5000").is_empty());
+        cache.remember_push(&blob, "r:5000", "one/catalog");
+        cache.remember_push(&blob, "other:5000", "x");
+        cache.remember_push(&blob, "r:5000", "two/catalog");
+        cache.remember_push(&blob, "r:5000", "one/catalog");
+        assert_eq!(
+            cache.pushed_to(&blob, "r:5000"),
+            ["one/catalog", "two/catalog"]
+        );
+        for n in 0..20 {
+            cache.remember_push(&blob, "r:5000", &format!("repo{n}"));
+        }
+        assert_eq!(cache.pushed_to(&blob, "r:5000").len(), LOCATIONS_PER_BLOB);
+        // Nothing is kept for what is not a digest.
+        cache.remember_push("sha256:../../x", "r:5000", "a");
+        assert!(cache.pushed_to("sha256:../../x", "r:5000").is_empty());
     }
 
     #[test]
