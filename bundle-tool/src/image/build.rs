@@ -10,41 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest};
-
-/// A blob with its digest, computed once: a catalog image's server layer is ~10 MB, and the
-/// manifest, the layout and the push all need its digest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Blob {
-    digest: String,
-    bytes: Vec<u8>,
-}
-
-impl Blob {
-    /// `bytes`, hashed now.
-    pub fn new(bytes: Vec<u8>) -> Blob {
-        Blob {
-            digest: digest(&bytes),
-            bytes,
-        }
-    }
-
-    /// `bytes` whose `sha256:…` digest the caller has just computed or checked.
-    pub(super) fn with_digest(digest: String, bytes: Vec<u8>) -> Blob {
-        debug_assert!(digest.starts_with("sha256:"));
-        Blob { digest, bytes }
-    }
-
-    /// `sha256:…` of the bytes.
-    pub fn digest(&self) -> &str {
-        &self.digest
-    }
-
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-}
+use super::{Blob, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest};
 
 /// An image in memory: its blobs and the manifest that ties them together.
 #[derive(Clone, Debug)]
@@ -97,14 +63,10 @@ impl BuiltImage {
         }
     }
 
-    /// Every blob (config and layers) with its digest.
-    pub fn blobs(&self) -> Vec<(String, &[u8])> {
-        let mut blobs = vec![(digest(&self.config), &self.config[..])];
-        blobs.extend(
-            self.layers
-                .iter()
-                .map(|layer| (layer.digest.clone(), layer.bytes())),
-        );
+    /// Every blob: the config, then the layers.
+    pub fn blobs(&self) -> Vec<Blob> {
+        let mut blobs = vec![Blob::new(self.config.clone())];
+        blobs.extend(self.layers.iter().cloned());
         blobs
     }
 }
@@ -243,7 +205,7 @@ pub(super) fn assemble_compressed(layers: Vec<Blob>, config: Value) -> BuiltImag
     let config = serde_json::to_vec(&config).expect("JSON values serialize");
     let listed: Vec<Value> = layers
         .iter()
-        .map(|layer| json!({"mediaType": LAYER_MEDIA_TYPE, "digest": layer.digest(), "size": layer.bytes().len()}))
+        .map(|layer| json!({"mediaType": LAYER_MEDIA_TYPE, "digest": layer.digest(), "size": layer.size()}))
         .collect();
     let manifest = json!({
         "schemaVersion": 2,

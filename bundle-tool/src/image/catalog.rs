@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::build::{Blob, assemble_compressed, gzip_member};
+use super::Blob;
+use super::build::{assemble_compressed, gzip_member};
 use super::layer_cache::LayerCache;
 use super::rootfs::{
     ContainerConfig, RootfsEntry, TAR_END, entries_identity, image_config, program_with_libraries,
@@ -240,7 +241,7 @@ mod tests {
             .map(|layer| {
                 let mut tar = Vec::new();
                 std::io::Read::read_to_end(
-                    &mut flate2::read::MultiGzDecoder::new(layer.bytes()),
+                    &mut flate2::read::MultiGzDecoder::new(&layer.bytes().unwrap()[..]),
                     &mut tar,
                 )
                 .unwrap();
@@ -278,7 +279,7 @@ mod tests {
             assert_eq!(config["rootfs"]["diff_ids"][index], digest(tar).as_str());
             assert_eq!(
                 image.layers[index].digest(),
-                digest(image.layers[index].bytes())
+                digest(&image.layers[index].bytes().unwrap())
             );
         }
         std::fs::write(dir.path().join("pkg/catalog.json"), b"{\"b\":2}\n").unwrap();

@@ -8,9 +8,11 @@
 //! compressor (the gzip of a fixed sample): a cached layer is only used when this program
 //! would have compressed those bytes to exactly the same blob, so a catalog image has the
 //! same digest with or without the cache, on any machine. Each file is named after the digest
-//! of its own content too, which is checked on every read; a torn or altered file is
-//! ignored, removed, and built again. Nothing here is precious: every failure to read or
-//! write the cache falls back to compressing.
+//! and size of its own content too: a file of another size is removed and built again when
+//! it is looked up, and its content is checked against the digest when it is read, which a
+//! warm release needs only when a registry or layout lacks the layer (see [`Blob`]); an
+//! altered file is refused then, removed, and built again by the next run. Nothing else here
+//! is precious: every failure to read or write the cache falls back to compressing.
 //!
 //! So that a warm release need not even read and hash the server to find its layer, the
 //! cache also remembers, under an *identity* of the layer's inputs (the caller's key: the
@@ -171,22 +173,30 @@ impl LayerCache {
         let _ = self.write_entry(&name, format!("{}\n", lines[start..].join("\n")).as_bytes());
     }
 
-    /// The entry for `key`, checked against the digest in its name.
+    /// The entry for `key`, named `<key>-<content digest>-<size>.gz`: a file of another size
+    /// is removed now; its content is checked against the digest when it is read (see
+    /// [`Blob::bytes`]: only if it is pushed or written into a layout).
     fn get(&self, key: &str) -> Option<Blob> {
         let prefix = format!("{key}-");
         for entry in std::fs::read_dir(&self.dir).ok()?.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(content_digest) = name
+            let Some((content_digest, size)) = name
                 .strip_prefix(&prefix)
                 .and_then(|rest| rest.strip_suffix(".gz"))
+                .and_then(|rest| rest.split_once('-'))
             else {
                 continue;
             };
             let path = entry.path();
-            match std::fs::read(&path) {
-                Ok(bytes) if hex_digest(&bytes) == content_digest => {
+            let size: Option<u64> = size.parse().ok();
+            match (parse_hex(content_digest), size, entry.metadata()) {
+                (Some(_), Some(size), Ok(meta)) if meta.len() == size => {
                     touch(&path);
-                    return Some(Blob::with_digest(format!("sha256:{content_digest}"), bytes));
+                    return Some(Blob::in_file(
+                        format!("sha256:{content_digest}"),
+                        size,
+                        path,
+                    ));
                 }
                 _ => {
                     let _ = std::fs::remove_file(&path);
@@ -199,7 +209,8 @@ impl LayerCache {
     /// Stores `member` under `key`.
     fn put(&self, key: &str, member: &Blob) -> std::io::Result<()> {
         let hex = member.digest().trim_start_matches("sha256:");
-        self.write_entry(&format!("{key}-{hex}.gz"), member.bytes())
+        let name = format!("{key}-{hex}-{}.gz", member.size());
+        self.write_entry(&name, &member.bytes()?)
     }
 
     /// Writes the entry `name`: to a temporary file, then renamed, so a reader never sees a
@@ -311,10 +322,6 @@ fn fingerprint(compress: &impl Fn(&[u8]) -> std::io::Result<Vec<u8>>) -> std::io
     Ok(Sha256::digest(compress(sample)?).into())
 }
 
-fn hex_digest(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -348,8 +355,11 @@ mod tests {
             "a hit compresses only the fingerprint sample"
         );
         assert_eq!(first, second);
-        assert_eq!(first.bytes(), gzip(&data).unwrap());
-        assert_eq!(first.digest(), crate::image::digest(first.bytes()));
+        assert_eq!(first.bytes().unwrap(), gzip(&data).unwrap());
+        assert_eq!(
+            first.digest(),
+            crate::image::digest(&first.bytes().unwrap())
+        );
     }
 
     #[test]
@@ -366,10 +376,10 @@ mod tests {
             encoder.finish()
         };
         let other = cache.layer(&data, fast).unwrap();
-        assert_eq!(other.bytes(), fast(&data).unwrap());
+        assert_eq!(other.bytes().unwrap(), fast(&data).unwrap());
         let more = b"other bytes".repeat(1000);
         assert_eq!(
-            cache.layer(&more, gzip).unwrap().bytes(),
+            cache.layer(&more, gzip).unwrap().bytes().unwrap(),
             gzip(&more).unwrap()
         );
     }
@@ -388,7 +398,7 @@ mod tests {
             .path();
         std::fs::write(&entry, b"torn").unwrap();
         assert_eq!(cache.layer(&data, gzip).unwrap(), good);
-        assert_eq!(std::fs::read(&entry).unwrap(), good.bytes());
+        assert_eq!(std::fs::read(&entry).unwrap(), good.bytes().unwrap());
     }
 
     #[test]
@@ -412,6 +422,30 @@ mod tests {
         // Nothing is kept for what is not a digest.
         cache.remember_push("sha256:../../x", "r:5000", "a");
         assert!(cache.pushed_to("sha256:../../x", "r:5000").is_empty());
+    }
+
+    #[test]
+    fn an_entry_altered_in_place_is_refused_when_read_and_built_again_next_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = LayerCache::at(dir.path());
+        let data = b"server bytes".repeat(1000);
+        let good = cache.layer(&data, gzip).unwrap();
+        let entry = std::fs::read_dir(dir.path().join("layers"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".gz"))
+            .unwrap()
+            .path();
+        let mut altered = std::fs::read(&entry).unwrap();
+        altered[20] ^= 0xff;
+        std::fs::write(&entry, &altered).unwrap();
+        let found = cache.layer(&data, gzip).unwrap();
+        assert_eq!(found, good, "found by its name, not yet read");
+        let error = found.bytes().unwrap_err();
+        assert!(error.to_string().contains("damaged"), "{error}");
+        assert!(!entry.exists());
+        let again = cache.layer(&data, gzip).unwrap();
+        assert_eq!(again.bytes().unwrap(), good.bytes().unwrap());
     }
 
     #[test]
@@ -440,7 +474,7 @@ mod tests {
         let cache = LayerCache::at(Path::new("/proc/no-such-cache"));
         let data = b"server bytes".repeat(10);
         assert_eq!(
-            cache.layer(&data, gzip).unwrap().bytes(),
+            cache.layer(&data, gzip).unwrap().bytes().unwrap(),
             gzip(&data).unwrap()
         );
         cache.remember([1; 32], [2; 32]);

@@ -9,16 +9,16 @@ use crate::durable;
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
-/// Writes one blob, whose digest is `blob_digest`, unless the layout has it whole already (a
-/// blob's name is its digest, so a file of the right size under it is this blob: every blob
-/// is written by a rename of a complete, fsynced file).
-fn write_blob(dir: &Path, blob_digest: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let hex = blob_digest.trim_start_matches("sha256:");
+/// Writes one blob unless the layout has it whole already (a blob's name is its digest, so a
+/// file of the right size under it is this blob: every blob is written by a rename of a
+/// complete, fsynced file). Its bytes are only read when it is written.
+fn write_blob(dir: &Path, blob: &Blob) -> std::io::Result<()> {
+    let hex = blob.digest().trim_start_matches("sha256:");
     let path = dir.join("blobs").join("sha256").join(hex);
-    let whole = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
+    let whole = std::fs::metadata(&path).is_ok_and(|m| m.len() == blob.size());
     if !whole {
         std::fs::create_dir_all(path.parent().expect("blob folder"))?;
-        durable::write_file(&path, bytes)?;
+        durable::write_file(&path, &blob.bytes()?)?;
     }
     Ok(())
 }
@@ -40,10 +40,10 @@ pub fn write_images(dir: &Path, images: &[(&str, &BuiltImage)]) -> std::io::Resu
         durable::write_file(&marker, MARKER)?;
     }
     for (_, image) in images {
-        for (blob_digest, blob) in image.blobs() {
-            write_blob(dir, &blob_digest, blob)?;
+        for blob in image.blobs() {
+            write_blob(dir, &blob)?;
         }
-        write_blob(dir, &image.digest(), &image.manifest)?;
+        write_blob(dir, &Blob::new(image.manifest.clone()))?;
     }
     let index_path = dir.join("index.json");
     let mut index: Value = std::fs::read(&index_path)

@@ -2,6 +2,7 @@
 //! to an OCI image layout (readable by skopeo and umoci), pushed to any distribution registry
 //! and pulled back safely.
 
+mod blob;
 mod build;
 mod catalog;
 mod credentials;
@@ -16,7 +17,8 @@ mod rootfs;
 mod session;
 mod unpack;
 
-pub use build::{Blob, BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
+pub use blob::Blob;
+pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
 pub use catalog::{
     CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, ServerLayer,
     build_catalog_image_with, build_runnable_catalog_image, server_binary,

@@ -31,7 +31,7 @@ where
 
 /// Blobs at least this large have their pushes remembered, to be mounted next time; a small
 /// blob costs no more to send than to mount.
-const MOUNT_WORTH: usize = 1 << 20;
+const MOUNT_WORTH: u64 = 1 << 20;
 
 /// Pushes `image` to `repository:reference` on `session`; returns the digest the registry
 /// reports for the manifest, after checking it is ours.
@@ -44,7 +44,7 @@ pub async fn push(
 ) -> anyhow::Result<String> {
     let blobs = image.blobs();
     let cache = LayerCache::from_env();
-    let mount_from = |blob_digest: &str, size: usize| -> Option<String> {
+    let mount_from = |blob_digest: &str, size: u64| -> Option<String> {
         let cache = cache.as_ref().filter(|_| size >= MOUNT_WORTH)?;
         cache
             .pushed_to(blob_digest, session.host())
@@ -61,19 +61,11 @@ pub async fn push(
     for round in 0..2 {
         let force = round > 0;
         // The config and every layer side by side.
-        futures::future::try_join_all(blobs.iter().map(|(blob_digest, bytes)| {
+        futures::future::try_join_all(blobs.iter().map(|blob| {
             let from = (!force)
-                .then(|| mount_from(blob_digest, bytes.len()))
+                .then(|| mount_from(blob.digest(), blob.size()))
                 .flatten();
-            push_blob(
-                session,
-                attempts,
-                repository,
-                blob_digest,
-                bytes,
-                force,
-                from,
-            )
+            push_blob(session, attempts, repository, blob, force, from)
         }))
         .await?;
         let status = retry(attempts, "pushing the manifest", || async {
@@ -128,10 +120,8 @@ pub async fn push(
          {expected}"
     );
     if let Some(cache) = &cache {
-        for (blob_digest, bytes) in &blobs {
-            if bytes.len() >= MOUNT_WORTH {
-                cache.remember_push(blob_digest, session.host(), repository);
-            }
+        for blob in blobs.iter().filter(|blob| blob.size() >= MOUNT_WORTH) {
+            cache.remember_push(blob.digest(), session.host(), repository);
         }
     }
     Ok(reported)
@@ -143,11 +133,11 @@ async fn push_blob(
     session: &Session,
     attempts: u32,
     repository: &str,
-    blob_digest: &str,
-    bytes: &[u8],
+    blob: &super::Blob,
     force: bool,
     from: Option<String>,
 ) -> anyhow::Result<()> {
+    let blob_digest = blob.digest();
     let blob_path = format!("/v2/{repository}/blobs/{blob_digest}");
     let present = !force
         && retry(attempts, "checking a blob", || async {
@@ -164,7 +154,6 @@ async fn push_blob(
     if present {
         return Ok(());
     }
-    let data = Bytes::copy_from_slice(bytes);
     let start = match &from {
         // A digest is `sha256:<hex>`: only the colon needs escaping in a query.
         Some(source) => format!(
@@ -183,6 +172,12 @@ async fn push_blob(
             return Ok(());
         }
         expect(&answer, &[StatusCode::ACCEPTED], "POST blob upload")?;
+        // Read only now: a blob the registry has, or mounts, is never read (a cached layer
+        // is a file until then).
+        let data = blob.bytes().map_err(|e| ExchangeError {
+            message: e.to_string(),
+            transient: false,
+        })?;
         let location = answer
             .headers
             .get(http::header::LOCATION)
@@ -198,7 +193,7 @@ async fn push_blob(
             HeaderValue::from_static("application/octet-stream"),
         );
         let answer = session
-            .exchange(Method::PUT, &target, headers, data.clone())
+            .exchange(Method::PUT, &target, headers, data)
             .await?;
         expect(&answer, &[StatusCode::CREATED], "PUT blob")
     })

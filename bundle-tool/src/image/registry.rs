@@ -143,7 +143,8 @@ impl RegistryClient {
         })
         .await?;
         // A progress bar of bytes, only for a person watching a terminal (never in CI logs).
-        let total: u64 = image.blobs().iter().map(|(_, b)| b.len() as u64).sum();
+        let blobs = image.blobs();
+        let total: u64 = blobs.iter().map(|blob| blob.size()).sum();
         let progress = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
@@ -155,21 +156,21 @@ impl RegistryClient {
         } else {
             indicatif::ProgressBar::hidden()
         };
-        for (blob_digest, bytes) in image.blobs() {
+        for blob in &blobs {
             let exists = self
                 .retry("checking a blob", || {
-                    self.client().blob_exists(reference, &blob_digest)
+                    self.client().blob_exists(reference, blob.digest())
                 })
                 .await?;
             if !exists {
-                let data = bytes::Bytes::copy_from_slice(bytes);
+                let data = blob.bytes()?;
                 self.retry("pushing a blob", || {
                     self.client()
-                        .push_blob(reference, data.clone(), &blob_digest)
+                        .push_blob(reference, data.clone(), blob.digest())
                 })
                 .await?;
             }
-            progress.inc(bytes.len() as u64);
+            progress.inc(blob.size());
         }
         progress.finish_and_clear();
         let manifest = bytes::Bytes::from(image.manifest.clone());

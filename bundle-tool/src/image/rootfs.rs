@@ -387,7 +387,8 @@ mod tests {
     use super::*;
 
     fn names(image: &BuiltImage) -> Vec<(String, u32)> {
-        let tar = flate2::read::GzDecoder::new(image.layers[0].bytes());
+        let layer = image.layers[0].bytes().unwrap();
+        let tar = flate2::read::GzDecoder::new(&layer[..]);
         let mut archive = tar::Archive::new(tar);
         archive
             .entries()

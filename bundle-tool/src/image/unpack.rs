@@ -3,10 +3,18 @@
 //! removes `<name>`, `.wh..wh..opq` empties its folder of what lower layers put there), as a
 //! container runtime would, so an image built with `docker build` (a bundle.Dockerfile's two
 //! COPYs are two layers) unpacks to what runs.
+//!
+//! A layer whose tar stream stops right after an entry (without the padding of its last
+//! block or the two zero blocks that end an archive) is read to that point, as Go's
+//! `archive/tar` reads it (its `Next` takes such an end for the end of the archive): umoci
+//! 0.4.7, Debian's, writes its layers so, and opm renders them. A stream that stops inside a
+//! file's data is refused.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 use super::Blob;
 
@@ -44,8 +52,9 @@ pub fn unpack_layers(
 ) -> anyhow::Result<Vec<PathBuf>> {
     let mut unpacked = Unpacked::default();
     for layer in layers {
+        let bytes = layer.bytes()?;
         unpacked
-            .apply(layer.bytes(), dir, only)
+            .apply(&bytes, dir, only)
             .map_err(|e| e.context(format!("layer {}", layer.digest())))?;
     }
     Ok(unpacked.files.into_iter().collect())
@@ -74,7 +83,13 @@ impl Unpacked {
         // Every member: a layer may be several gzip members one after the other (catalog images
         // of bundle-tool before 2026-12-03 are), and a reader of the first alone would see a
         // shorter archive without any error.
-        let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(layer));
+        let ended = Rc::new(Cell::new(None));
+        let mut archive = tar::Archive::new(EndedAsGoReadsIt {
+            inner: flate2::read::MultiGzDecoder::new(layer),
+            read: 0,
+            ended: ended.clone(),
+            zeros: 0,
+        });
         for entry in archive.entries()? {
             let mut entry = entry?;
             let path = entry.path()?.into_owned();
@@ -126,6 +141,13 @@ impl Unpacked {
                     );
                     let mut data = Vec::with_capacity(size as usize);
                     entry.by_ref().take(size).read_to_end(&mut data)?;
+                    let data_end = entry.raw_file_position() + size;
+                    anyhow::ensure!(
+                        data.len() as u64 == size
+                            && ended.get().is_none_or(|length| data_end <= length),
+                        "the layer ends inside the data of {}",
+                        path.display()
+                    );
                     changes.push(Change::File(path, data));
                 }
                 other => anyhow::bail!(
@@ -173,6 +195,34 @@ impl Unpacked {
             }
         }
         Ok(())
+    }
+}
+
+/// The uncompressed layer, and after its end the zeros that complete its last block and end
+/// the archive; `ended` gets the layer's real length when its end is reached, so that a
+/// file whose data the zeros would complete is refused.
+struct EndedAsGoReadsIt<R> {
+    inner: R,
+    read: u64,
+    ended: Rc<Cell<Option<u64>>>,
+    zeros: u64,
+}
+
+impl<R: Read> Read for EndedAsGoReadsIt<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.ended.get().is_none() {
+            let n = self.inner.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                self.read += n as u64;
+                return Ok(n);
+            }
+            self.ended.set(Some(self.read));
+            self.zeros = (512 - self.read % 512) % 512 + 1024;
+        }
+        let n = buf.len().min(self.zeros as usize);
+        buf[..n].fill(0);
+        self.zeros -= n as u64;
+        Ok(n)
     }
 }
 
@@ -376,5 +426,40 @@ mod tests {
             assert!(unpack_layer(&bad, &out).is_err(), "{name}");
         }
         assert!(base.path().join("precious").exists());
+    }
+
+    /// A gzipped tar stream cut at `keep` bytes of its uncompressed archive.
+    fn cut(layer: &[u8], keep: usize) -> Vec<u8> {
+        let mut tar = Vec::new();
+        flate2::read::GzDecoder::new(layer)
+            .read_to_end(&mut tar)
+            .unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar[..keep]).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn a_layer_that_stops_after_its_last_file_is_read_as_go_reads_it() {
+        // One header block and the 2 bytes of data, without padding or end blocks (umoci).
+        let whole = layer(&[("manifests/a.yaml", tar::EntryType::Regular)]);
+        for keep in [514, 600, 1024, 1536] {
+            let dir = tempfile::tempdir().unwrap();
+            let files = unpack_layer(&cut(&whole, keep), dir.path()).unwrap();
+            assert_eq!(
+                files,
+                vec![PathBuf::from("manifests/a.yaml")],
+                "cut at {keep}"
+            );
+            assert_eq!(
+                std::fs::read(dir.path().join("manifests/a.yaml")).unwrap(),
+                b"hi"
+            );
+        }
+        // Cut inside the data: refused, nothing written.
+        let dir = tempfile::tempdir().unwrap();
+        let error = unpack_layer(&cut(&whole, 513), dir.path()).unwrap_err();
+        assert!(error.to_string().contains("ends inside"), "{error}");
+        assert!(!dir.path().join("manifests/a.yaml").exists());
     }
 }
