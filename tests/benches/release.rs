@@ -23,7 +23,10 @@
 //! into its catalog image with umoci), and **warm**, every release after it (ours finds the
 //! server's compressed part in its layer cache; the reference starts the catalog image from a
 //! layout that already holds the opm layer, as `docker build` reuses the pulled opm base
-//! image). Every push goes to a repository of its own, so no blob is already there.
+//! image). Every push goes to a repository of its own, so no blob is in it already; a blob
+//! the registry holds in another repository may be mounted from there instead of sent, as
+//! skopeo does for the blobs its blob-info cache has seen and ours for the large blobs its
+//! layer cache saw it push (warm only: ours runs cold with no cache).
 //!
 //! ```sh
 //! cargo build --release -p bundle-tool && cargo bench -p e2e --bench release

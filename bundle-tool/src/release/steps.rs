@@ -15,7 +15,7 @@ use crate::audit::CapabilityLevel;
 use crate::bundle::write::write_bundle;
 use crate::catalog::render::render_bundle_dir;
 use crate::durable;
-use crate::image::{self, BuiltImage, parse_reference};
+use crate::image::{self, BuiltImage, RegistryClient, parse_reference};
 use crate::validate::Optional;
 
 /// A release that stopped: the summary so far (the failed step marked) and why.
@@ -550,10 +550,26 @@ fn publish_to_registries(
         reference: plan.bundle_image(),
         message: format!("reading the password from standard input: {e}"),
     })?;
+    // One runtime and, for images on the same registry, one client: the catalog's push
+    // reuses the bundle's session (its `/v2/` ping and kept-alive connections).
+    let runtime = crate::action::runtime().map_err(|e| ReleaseError::Push {
+        reference: plan.bundle_image(),
+        message: e.to_string(),
+    })?;
+    let clients = std::cell::RefCell::new(Vec::<(String, std::rc::Rc<RegistryClient>)>::new());
     let push = |reference: &str, image: &BuiltImage| -> Result<String, String> {
         let target = parse_reference(reference).map_err(|e| format!("{e:#}"))?;
-        let client = access.client(&target);
-        let runtime = crate::action::runtime().map_err(|e| e.to_string())?;
+        let registry = target.resolve_registry().to_string();
+        let known = clients
+            .borrow()
+            .iter()
+            .find(|(host, _)| *host == registry)
+            .map(|(_, client)| client.clone());
+        let client = known.unwrap_or_else(|| {
+            let client = std::rc::Rc::new(access.client(&target));
+            clients.borrow_mut().push((registry, client.clone()));
+            client
+        });
         let digest = runtime
             .block_on(client.push(&target, image))
             .map_err(|e| format!("{e:#}"))?;
