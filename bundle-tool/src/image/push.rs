@@ -135,7 +135,7 @@ async fn verify_by_head(
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ACCEPT, media_type.clone());
         let answer = session
-            .exchange(Method::HEAD, &manifest_path, headers.clone(), Bytes::new())
+            .exchange(Method::HEAD, manifest_path, headers.clone(), Bytes::new())
             .await?;
         expect(&answer, &[StatusCode::OK], "HEAD manifest")?;
         if let Some(reported) = answer
@@ -147,7 +147,7 @@ async fn verify_by_head(
         }
         // No digest header: hash what the registry serves.
         let answer = session
-            .exchange(Method::GET, &manifest_path, headers, Bytes::new())
+            .exchange(Method::GET, manifest_path, headers, Bytes::new())
             .await?;
         expect(&answer, &[StatusCode::OK], "GET manifest")?;
         Ok(super::digest(&answer.body))
