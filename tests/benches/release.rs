@@ -31,6 +31,12 @@
 //! ```sh
 //! cargo build --release -p bundle-tool && cargo bench -p e2e --bench release
 //! ```
+//!
+//! The catalog image's server is the bundle-tool that runs the release (dynamically linked
+//! here, so its libraries come along and `ldd` runs each time); `E2E_CATALOG_SERVER` names a
+//! statically linked one instead, as a release job builds it (`RUSTFLAGS="-C
+//! target-feature=+crt-static" cargo build --release -p bundle-tool --target
+//! x86_64-unknown-linux-gnu`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,6 +49,7 @@ use e2e::bench_run::median;
 use e2e::{OciRegistry, RegistryAuth};
 use serde_json::{Value, json};
 
+/// Rounds unless `RELEASE_BENCH_ROUNDS` says how many.
 const ROUNDS: usize = 3;
 const VERSION: &str = "0.4.0";
 const CHANNEL: &str = "candidate-v0";
@@ -129,6 +136,10 @@ fn ours(dir: &Path, registry: &str, round: &str, cache: &Path) -> anyhow::Result
         ])
         .args(["--push", "--plain-http", "-o", "json"])
         .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+        .envs(
+            std::env::var_os("E2E_CATALOG_SERVER")
+                .map(|server| (bundle_tool::image::SERVER_BINARY_VARIABLE, server)),
+        )
         .env(bundle_tool::image::CACHE_DIR_VARIABLE, cache))?;
     let elapsed = started.elapsed();
     let summary: Value = serde_json::from_slice(&out)?;
@@ -379,6 +390,13 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let assets = Assets::locate()?;
+    match std::env::var_os("E2E_CATALOG_SERVER") {
+        Some(server) => println!("catalog image server: {}", Path::new(&server).display()),
+        None => println!(
+            "catalog image server: {} (the releasing binary)",
+            e2e::bundle_tool_binary().display()
+        ),
+    }
     let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;
     let host = registry.host();
     let scratch = tempfile::Builder::new()
@@ -394,8 +412,14 @@ async fn main() -> anyhow::Result<()> {
     let mut ours_warm = Vec::new();
     let mut theirs_cold = Vec::new();
     let mut theirs_warm = Vec::new();
+    let rounds: usize = match std::env::var("RELEASE_BENCH_ROUNDS") {
+        Ok(text) => text
+            .parse()
+            .with_context(|| format!("RELEASE_BENCH_ROUNDS={text:?} is not a number"))?,
+        Err(_) => ROUNDS,
+    };
     // Alternated rounds, so that a slow moment of the machine hits both.
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         ours_cold.push(
             ours(
                 inputs()?.path(),
@@ -433,7 +457,7 @@ async fn main() -> anyhow::Result<()> {
         ("cold", &theirs_cold, ours_cold),
         ("warm", &theirs_warm, ours_warm),
     ] {
-        println!("{label}: step\tseconds (median of {ROUNDS})");
+        println!("{label}: step\tseconds (median of {rounds})");
         let names: Vec<&str> = theirs[0].times.iter().map(|(name, _)| *name).collect();
         for (index, name) in names.iter().enumerate() {
             let step = median(

@@ -286,13 +286,15 @@ fn parse_hex(text: &str) -> Option<[u8; 32]> {
 }
 
 /// The entry key: the digest of the uncompressed bytes, bound to the compressor's
-/// fingerprint.
+/// fingerprint and to the size of the members a large layer is cut into (the fingerprint's
+/// sample is smaller than one member, so it cannot tell).
 fn key(
     uncompressed_digest: [u8; 32],
     compress: &impl Fn(&[u8]) -> std::io::Result<Vec<u8>>,
 ) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     hasher.update(b"bundle-tool layer part\0");
+    hasher.update(super::build::MEMBER_BYTES.to_le_bytes());
     hasher.update(fingerprint(compress)?);
     hasher.update(uncompressed_digest);
     Ok(hex(&hasher.finalize()))
