@@ -118,13 +118,9 @@ impl ServerLayer {
     }
 
     fn new(layer: Blob, diff: [u8; 32], static_server: bool) -> ServerLayer {
-        let diff_id = diff.iter().fold(String::from("sha256:"), |mut out, b| {
-            out.push_str(&format!("{b:02x}"));
-            out
-        });
         ServerLayer {
             layer,
-            diff_id,
+            diff_id: super::digest_of_hash(&diff),
             static_server,
         }
     }

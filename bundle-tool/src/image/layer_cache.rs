@@ -337,6 +337,16 @@ mod tests {
         super::super::build::gzip_member(bytes)
     }
 
+    /// The one layer file of the cache in `dir`.
+    fn stored_layer_file(dir: &Path) -> PathBuf {
+        std::fs::read_dir(dir.join("layers"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".gz"))
+            .unwrap()
+            .path()
+    }
+
     #[test]
     fn a_second_request_is_answered_from_the_cache_with_the_same_bytes() {
         let dir = tempfile::tempdir().unwrap();
@@ -392,12 +402,7 @@ mod tests {
         let cache = LayerCache::at(dir.path());
         let data = b"server bytes".repeat(1000);
         let good = cache.layer(&data, gzip).unwrap();
-        let entry = std::fs::read_dir(dir.path().join("layers"))
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap()
-            .path();
+        let entry = stored_layer_file(dir.path());
         std::fs::write(&entry, b"torn").unwrap();
         assert_eq!(cache.layer(&data, gzip).unwrap(), good);
         assert_eq!(std::fs::read(&entry).unwrap(), good.bytes().unwrap());
@@ -432,12 +437,7 @@ mod tests {
         let cache = LayerCache::at(dir.path());
         let data = b"server bytes".repeat(1000);
         let good = cache.layer(&data, gzip).unwrap();
-        let entry = std::fs::read_dir(dir.path().join("layers"))
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().ends_with(".gz"))
-            .unwrap()
-            .path();
+        let entry = stored_layer_file(dir.path());
         let mut altered = std::fs::read(&entry).unwrap();
         altered[20] ^= 0xff;
         std::fs::write(&entry, &altered).unwrap();

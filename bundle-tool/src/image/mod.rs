@@ -60,7 +60,11 @@ pub enum ImageFormat {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    digest_of_hash(&Sha256::digest(bytes))
+}
+
+/// `sha256:<hex>` of an already computed SHA-256.
+fn digest_of_hash(hash: &[u8]) -> String {
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }

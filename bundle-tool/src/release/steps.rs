@@ -550,28 +550,18 @@ fn publish_to_registries(
         reference: plan.bundle_image(),
         message: format!("reading the password from standard input: {e}"),
     })?;
-    // One runtime and, for images on the same registry, one client: the catalog's push
+    // One runtime, and one client when both images are on one registry: the catalog's push
     // reuses the bundle's session (its `/v2/` ping and kept-alive connections).
     let runtime = crate::action::runtime().map_err(|e| ReleaseError::Push {
         reference: plan.bundle_image(),
         message: e.to_string(),
     })?;
-    let clients = std::cell::RefCell::new(Vec::<(String, std::rc::Rc<RegistryClient>)>::new());
-    let push = |reference: &str, image: &BuiltImage| -> Result<String, String> {
-        let target = parse_reference(reference).map_err(|e| format!("{e:#}"))?;
-        let registry = target.resolve_registry().to_string();
-        let known = clients
-            .borrow()
-            .iter()
-            .find(|(host, _)| *host == registry)
-            .map(|(_, client)| client.clone());
-        let client = known.unwrap_or_else(|| {
-            let client = std::rc::Rc::new(access.client(&target));
-            clients.borrow_mut().push((registry, client.clone()));
-            client
-        });
+    let push = |client: &RegistryClient,
+                target: &oci_client::Reference,
+                image: &BuiltImage|
+     -> Result<String, String> {
         let digest = runtime
-            .block_on(client.push(&target, image))
+            .block_on(client.push(target, image))
             .map_err(|e| format!("{e:#}"))?;
         if digest != image.digest() {
             return Err(format!(
@@ -582,7 +572,13 @@ fn publish_to_registries(
         Ok(digest)
     };
     let bundle_reference = plan.bundle_image();
-    push(&bundle_reference, bundle).map_err(|message| ReleaseError::Push {
+    let pushed_bundle = parse_reference(&bundle_reference)
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|target| {
+            let client = access.client(&target);
+            push(&client, &target, bundle).map(|_| (target, client))
+        });
+    let (bundle_target, bundle_client) = pushed_bundle.map_err(|message| ReleaseError::Push {
         reference: bundle_reference.clone(),
         message,
     })?;
@@ -594,7 +590,16 @@ fn publish_to_registries(
     if let Some(staged) = staged {
         commit_catalog(&plan.catalog_dir, staged)?;
     }
-    match push(&plan.catalog_image, catalog) {
+    let pushed_catalog = parse_reference(&plan.catalog_image)
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|target| {
+            if target.resolve_registry() == bundle_target.resolve_registry() {
+                push(&bundle_client, &target, catalog)
+            } else {
+                push(&access.client(&target), &target, catalog)
+            }
+        });
+    match pushed_catalog {
         Ok(digest) => {
             summary.set(
                 "push-catalog",
