@@ -4,7 +4,7 @@
 //! forwards it with `Connection: close`, relays the answer and closes.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -16,6 +16,12 @@ enum Fault {
     FailEvery(usize),
     /// Every blob download (`GET …/blobs/…`) arrives with its last byte flipped.
     CorruptBlobs,
+    /// Every manifest upload (`PUT …/manifests/…`) is answered 403 `DENIED`, as a
+    /// registry with immutable tags or a tag policy answers, until [`FaultyProxy::heal`].
+    RefuseManifestPuts,
+    /// Every upload start that asks for a mount (`POST …/uploads/?mount=…`) is answered 400
+    /// `UNSUPPORTED`, as a registry that takes no mount requests may answer.
+    RefuseMounts,
 }
 
 /// A running proxy; it stops with the test binary.
@@ -23,6 +29,7 @@ pub struct FaultyProxy {
     port: u16,
     requests: Arc<AtomicUsize>,
     faults: Arc<AtomicUsize>,
+    healed: Arc<AtomicBool>,
 }
 
 impl FaultyProxy {
@@ -38,13 +45,31 @@ impl FaultyProxy {
         Self::start_with(upstream, Fault::CorruptBlobs)
     }
 
+    /// Proxies `127.0.0.1:<upstream>`, refusing every manifest upload with 403 (counted as
+    /// faults) until [`heal`](Self::heal): blobs go up, nothing gets a tag.
+    pub fn start_refusing_manifests(upstream: u16) -> anyhow::Result<Self> {
+        Self::start_with(upstream, Fault::RefuseManifestPuts)
+    }
+
+    /// Proxies `127.0.0.1:<upstream>`, answering every mount request with 400 (counted as
+    /// faults); plain uploads pass.
+    pub fn start_refusing_mounts(upstream: u16) -> anyhow::Result<Self> {
+        Self::start_with(upstream, Fault::RefuseMounts)
+    }
+
+    /// From now on relays every request unchanged.
+    pub fn heal(&self) {
+        self.healed.store(true, Ordering::Relaxed);
+    }
+
     fn start_with(upstream: u16, fault: Fault) -> anyhow::Result<Self> {
         let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         std_listener.set_nonblocking(true)?;
         let port = std_listener.local_addr()?.port();
         let requests = Arc::new(AtomicUsize::new(0));
         let faults = Arc::new(AtomicUsize::new(0));
-        let (r, f) = (requests.clone(), faults.clone());
+        let healed = Arc::new(AtomicBool::new(false));
+        let (r, f, h) = (requests.clone(), faults.clone(), healed.clone());
         std::thread::Builder::new()
             .name("e2e-fault-proxy".into())
             .spawn(move || {
@@ -59,6 +84,11 @@ impl FaultyProxy {
                             continue;
                         };
                         let (r, f) = (r.clone(), f.clone());
+                        let fault = if h.load(Ordering::Relaxed) {
+                            Fault::FailEvery(0)
+                        } else {
+                            fault
+                        };
                         tokio::spawn(async move {
                             let _ = handle(client, upstream, fault, r, f).await;
                         });
@@ -69,6 +99,7 @@ impl FaultyProxy {
             port,
             requests,
             faults,
+            healed,
         })
     }
 
@@ -136,6 +167,36 @@ async fn handle(
                 .await?;
         }
         // Odd faults: close without answering.
+        return Ok(());
+    }
+    let request_line = head.lines().next().unwrap_or_default();
+    let refusal: Option<(&str, &[u8])> = match fault {
+        Fault::RefuseManifestPuts
+            if request_line.starts_with("PUT ") && request_line.contains("/manifests/") =>
+        {
+            Some((
+                "403 Forbidden",
+                br#"{"errors":[{"code":"DENIED","message":"tags are immutable here"}]}"#,
+            ))
+        }
+        Fault::RefuseMounts
+            if request_line.starts_with("POST ") && request_line.contains("mount=") =>
+        {
+            Some((
+                "400 Bad Request",
+                br#"{"errors":[{"code":"UNSUPPORTED","message":"no mounts here"}]}"#,
+            ))
+        }
+        _ => None,
+    };
+    if let Some((status, body)) = refusal {
+        faults.fetch_add(1, Ordering::Relaxed);
+        let head = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        client.write_all(head.as_bytes()).await?;
+        client.write_all(body).await?;
         return Ok(());
     }
     // Forward with Connection: close, so that each connection carries one request.

@@ -107,6 +107,14 @@ impl OciRegistry {
         self.address.clone()
     }
 
+    /// The port it listens on (for a proxy in front of it).
+    pub fn port(&self) -> u16 {
+        self.address
+            .rsplit_once(':')
+            .and_then(|(_, port)| port.parse().ok())
+            .expect("the registry's address is host:port")
+    }
+
     /// The auth it was started with.
     pub fn auth(&self) -> &RegistryAuth {
         &self.auth

@@ -481,6 +481,40 @@ fn registry_digest(reference: &str, registry: &OciRegistry) -> String {
     report["digest"].as_str().unwrap().to_string()
 }
 
+/// Every file below `dir`, with its bytes.
+fn read_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    collect(dir, dir, &mut files);
+    assert!(!files.is_empty(), "{} has no file", dir.display());
+    files
+}
+
+/// Whether `reference` names a manifest in `registry`: `inspect` finds it, or fails saying
+/// the registry does not know it (any other failure fails the test).
+fn tag_exists(reference: &str, registry: &OciRegistry) -> bool {
+    let RegistryAuth::Htpasswd { username, password } = registry.auth() else {
+        panic!("the test registries ask for credentials");
+    };
+    let mut child = Command::new(e2e::bundle_tool_binary())
+        .args(["inspect", reference, "--plain-http", "--username", username])
+        .arg("--password-stdin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success()
+            || stderr.contains("MANIFEST_UNKNOWN")
+            || stderr.contains("manifest unknown"),
+        "inspect {reference} failed otherwise than with an unknown manifest: {stderr}"
+    );
+    output.status.success()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
     let auth = RegistryAuth::Htpasswd {
@@ -566,16 +600,45 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
         "{stderr}"
     );
 
-    // 0.4.0 with the catalog's registry down: the bundle is pushed and the catalog updated,
-    // and the error gives the command to re-run, which finishes once the registry is up.
+    // 0.4.0 with the catalog's registry down: both images' blobs go up before any manifest,
+    // so the release stops with nothing published: no bundle tag, no catalog edit.
     let port = e2e::free_port().unwrap();
-    let late_catalog = format!("127.0.0.1:{port}/example/redis-operator-catalog:latest");
+    let down_catalog = format!("127.0.0.1:{port}/example/redis-operator-catalog:latest");
+    let args = push_args("0.4.0", &down_catalog);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let catalog_before = read_tree(&repo.path().join("fresh-catalog"));
+    let (run, stderr) =
+        failure(&repo.release_with(&args, Some(SOURCE_DATE_EPOCH), "release-secret\n"));
+    assert_eq!(step_status(&run, "push-catalog"), "failed", "{stderr}");
+    assert_eq!(step_status(&run, "push-bundle"), "not-run", "{stderr}");
+    assert!(stderr.contains("nothing was published"), "{stderr}");
+    assert_eq!(
+        read_tree(&repo.path().join("fresh-catalog")),
+        catalog_before,
+        "a release whose catalog registry is down edits no catalog file"
+    );
+    assert!(
+        !tag_exists(&format!("{bundle_repository}:v0.4.0"), &registry),
+        "a release whose catalog registry is down tags no bundle image"
+    );
+
+    // 0.4.0 with a catalog registry that takes blobs but refuses the catalog's tag (403, as
+    // a tag policy does): the bundle is pushed and the catalog updated, and the error gives
+    // the command to re-run, which finishes once the registry takes the tag.
+    let late_registry = OciRegistry::start(auth).await.unwrap();
+    let refusing = e2e::FaultyProxy::start_refusing_manifests(late_registry.port()).unwrap();
+    let late_catalog = format!(
+        "127.0.0.1:{}/example/redis-operator-catalog:latest",
+        refusing.port()
+    );
     let args = push_args("0.4.0", &late_catalog);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (run, stderr) =
         failure(&repo.release_with(&args, Some(SOURCE_DATE_EPOCH), "release-secret\n"));
-    assert_eq!(step_status(&run, "push-catalog"), "failed");
+    assert_eq!(step_status(&run, "push-bundle"), "done", "{stderr}");
+    assert_eq!(step_status(&run, "push-catalog"), "failed", "{stderr}");
     assert!(stderr.contains("the catalog was updated"), "{stderr}");
+    assert!(refusing.faults() > 0, "the proxy refused no manifest");
     let rerun = stderr
         .lines()
         .find_map(|l| l.split_once("re-run (release is idempotent, it only pushes again): "))
@@ -590,9 +653,7 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
             .any(|b| b.name == "redis-operator.v0.4.0")
     );
 
-    let late_registry = OciRegistry::start_on(auth, &format!("127.0.0.1:{port}"))
-        .await
-        .unwrap();
+    refusing.heal();
     let words: Vec<&str> = rerun.split_whitespace().collect();
     assert_eq!(words[..2], ["bundle-tool", "release"]);
     let output = Command::new(e2e::bundle_tool_binary())

@@ -16,6 +16,11 @@ use super::retry::with_backoff;
 use super::session::{Access, ExchangeError, Session};
 use super::{Blob, BuiltImage, MANIFEST_MEDIA_TYPE, digest};
 
+/// What [`RegistryClient::push_blobs`] did: `true` when the blobs are in the registry (our
+/// plain-HTTP session), `false` when the whole push is left to the manifest half.
+#[must_use = "the blobs are invisible until push_manifest names them"]
+pub struct BlobsPushed(bool);
+
 /// A client for one registry protocol (HTTPS, or plain HTTP for local registries).
 pub struct RegistryClient {
     plain_http: bool,
@@ -100,6 +105,31 @@ impl RegistryClient {
     /// Pushes `image` to `reference`; returns the digest the registry reports, which must be
     /// ours.
     pub async fn push(&self, reference: &Reference, image: &BuiltImage) -> anyhow::Result<String> {
+        let blobs = self.push_blobs(reference, image).await?;
+        self.push_manifest(reference, image, blobs).await
+    }
+
+    /// Opens the plain-HTTP session with `reference`'s registry ahead of a push (its `/v2/`
+    /// ping, leaving a kept-alive connection), so that a caller with other work to do first
+    /// can have it done meanwhile. Failures are left for the push to meet and report.
+    pub async fn open_session(&self, reference: &Reference) {
+        if self.plain_http
+            && let Err(error) = self.session(reference.resolve_registry()).access().await
+        {
+            tracing::debug!(%error, "opening the registry session ahead of the push");
+        }
+    }
+
+    /// The first half of [`push`](Self::push): the blobs of `image`, not yet named by any
+    /// manifest (so invisible to pullers). Several images' blobs can go up side by side and
+    /// their [`push_manifest`](Self::push_manifest)s follow in the order the caller needs.
+    /// Over HTTPS or to a bearer-token registry, oci-client does the whole push in the
+    /// second half.
+    pub async fn push_blobs(
+        &self,
+        reference: &Reference,
+        image: &BuiltImage,
+    ) -> anyhow::Result<BlobsPushed> {
         if self.plain_http {
             let session = self.session(reference.resolve_registry());
             let access = with_backoff(
@@ -110,22 +140,34 @@ impl RegistryClient {
             )
             .await?;
             if access == Access::Granted {
-                let tag = reference
-                    .digest()
-                    .or(reference.tag())
-                    .unwrap_or("latest")
-                    .to_string();
-                return super::push::push(
-                    &session,
-                    self.attempts,
-                    reference.repository(),
-                    &tag,
-                    image,
-                )
-                .await;
+                super::push::push_blobs(&session, self.attempts, reference.repository(), image)
+                    .await?;
+                return Ok(BlobsPushed(true));
             }
         }
-        self.push_with_oci_client(reference, image).await
+        Ok(BlobsPushed(false))
+    }
+
+    /// The second half of [`push`](Self::push), after [`push_blobs`](Self::push_blobs) of the
+    /// same reference and image: the manifest, and the check of the digest the registry
+    /// stored, which is returned.
+    pub async fn push_manifest(
+        &self,
+        reference: &Reference,
+        image: &BuiltImage,
+        blobs: BlobsPushed,
+    ) -> anyhow::Result<String> {
+        if !blobs.0 {
+            return self.push_with_oci_client(reference, image).await;
+        }
+        let session = self.session(reference.resolve_registry());
+        let tag = reference
+            .digest()
+            .or(reference.tag())
+            .unwrap_or("latest")
+            .to_string();
+        super::push::push_manifest(&session, self.attempts, reference.repository(), &tag, image)
+            .await
     }
 
     async fn push_with_oci_client(

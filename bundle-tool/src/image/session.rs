@@ -158,7 +158,7 @@ impl Session {
                 .header(http::header::USER_AGENT, "bundle-tool")
                 .body(Full::new(body.clone()))
                 .map_err(|e| ExchangeError {
-                    message: format!("{method} {path_and_query}: {e}"),
+                    message: e.to_string(),
                     transient: false,
                 })?;
             request.headers_mut().extend(headers.clone());
@@ -169,6 +169,32 @@ impl Session {
             }
             Ok::<_, ExchangeError>(request)
         };
+        let started = std::time::Instant::now();
+        let answer = self.exchange_on_any(build).await;
+        match &answer {
+            Ok(answer) => tracing::debug!(
+                %method,
+                path = path_and_query,
+                status = answer.status.as_u16(),
+                micros = started.elapsed().as_micros() as u64,
+                "registry exchange"
+            ),
+            Err(error) => {
+                tracing::debug!(%method, path = path_and_query, %error, "registry exchange failed")
+            }
+        }
+        answer.map_err(|e| ExchangeError {
+            message: format!("{method} {path_and_query}: {}", e.message),
+            transient: e.transient,
+        })
+    }
+
+    /// Sends the request `build` makes on an idle connection, or on a new one when there is
+    /// none or the idle one was closed under us.
+    async fn exchange_on_any(
+        &self,
+        build: impl Fn() -> Result<Request<Full<Bytes>>, ExchangeError>,
+    ) -> Result<Answer, ExchangeError> {
         let reused = self.idle.lock().map(|mut idle| idle.pop()).ok().flatten();
         if let Some(mut sender) = reused
             && sender.ready().await.is_ok()
@@ -181,12 +207,7 @@ impl Session {
             }
         }
         let sender = self.connect().await?;
-        self.send(sender, build()?)
-            .await
-            .map_err(|e| ExchangeError {
-                message: format!("{method} {path_and_query}: {}", e.message),
-                transient: e.transient,
-            })
+        self.send(sender, build()?).await
     }
 
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ExchangeError> {

@@ -7,11 +7,12 @@
 //! `catalog add`, `catalog template`); this module only orders them and stages their results:
 //! [`plan`] is what the flags and the config resolve to, [`bundle_diff`] tells an identical
 //! re-release from a changed one, [`catalog_edit`] stages the catalog's new files, [`steps`]
-//! runs the pipeline and publishes, and [`summary`] is the report (text or JSON).
+//! runs the pipeline, [`publish`] pushes to registries, and [`summary`] is the report (text or JSON).
 
 pub mod bundle_diff;
 pub mod catalog_edit;
 pub mod plan;
+pub mod publish;
 pub mod steps;
 pub mod summary;
 

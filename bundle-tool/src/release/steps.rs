@@ -1,21 +1,23 @@
 //! The pipeline. Everything is staged first — the bundle generated into a temporary folder,
 //! images built in memory, the catalog's new files in a copy of the catalog folder — and the
 //! real catalog and OCI layout are written only once every step before has passed, so a
-//! failure leaves both as they were. With `--push` the order is: the bundle image (its
-//! digest checked), then the catalog files, then the catalog image, whose failure is
-//! reported with the command that finishes the release.
+//! failure leaves both as they were. With `--push` (see [`super::publish`]) both images'
+//! blobs go up first, then the bundle's manifest (its digest checked), the catalog files,
+//! and the catalog's manifest, whose failure is reported with the command that finishes the
+//! release.
 
 use std::path::{Path, PathBuf};
 
 use super::catalog_edit::{self, StagedCatalog};
+use super::publish::Registries;
 use super::summary::{StepStatus, Summary};
 use super::{Plan, ReleaseError, bundle_diff};
 use crate::action::{BundleInputs, created_at, created_at_of_csv, runnable_catalog_image};
 use crate::audit::CapabilityLevel;
-use crate::bundle::write::write_bundle;
+use crate::bundle::write::write_scratch_bundle;
 use crate::catalog::render::render_bundle_dir;
 use crate::durable;
-use crate::image::{self, BuiltImage, RegistryClient, parse_reference};
+use crate::image::{self, BuiltImage};
 use crate::validate::Optional;
 
 /// A release that stopped: the summary so far (the failed step marked) and why.
@@ -42,6 +44,11 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
                 ReleaseError::UpgradeUnsafe { .. } => Some("check-upgrade"),
                 ReleaseError::BelowLevel { .. } | ReleaseError::AboveRisk { .. } => Some("audit"),
                 ReleaseError::Step { step, .. } => Some(*step),
+                // The blobs of both images go up before either is tagged: a push error naming
+                // the catalog image is push-catalog's, even when push-bundle had not run.
+                ReleaseError::Push { reference, .. } if *reference == plan.catalog_image => {
+                    Some("push-catalog")
+                }
                 _ => None,
             };
             if let Some(step) = named.or(summary.next_step()) {
@@ -65,6 +72,9 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             Ok((server, layer))
         })
     });
+    // The registries' sessions open while the steps run; what fails in opening them is
+    // reported at the push, the step it belongs to.
+    let registries = (plan.push && !plan.dry_run).then(|| Registries::open(plan));
     // generate: with the released bundle's createdAt when the version is already in the
     // catalog, so that an unchanged re-release generates the same bytes.
     let released = catalog_edit::released_bundle(&plan.catalog_dir, &plan.bundle_name)?;
@@ -82,7 +92,7 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         .tempdir()
         .map_err(|e| ReleaseError::step("generate", e))?;
     let bundle_dir = staging.path().join("bundle");
-    write_bundle(&generated, &bundle_dir).map_err(|e| ReleaseError::step("generate", e))?;
+    write_scratch_bundle(&generated, &bundle_dir).map_err(|e| ReleaseError::step("generate", e))?;
     let rendered = render_bundle_dir(&bundle_dir, &plan.bundle_image()).map_err(|e| {
         ReleaseError::Catalog {
             path: bundle_dir.clone(),
@@ -311,8 +321,8 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     summary.catalog.digest = catalog_image.digest();
     summary.set("build-catalog", StepStatus::Done, catalog_image.digest());
 
-    if plan.push {
-        publish_to_registries(
+    if let Some(registries) = registries {
+        registries?.publish(
             plan,
             summary,
             &bundle_image,
@@ -538,100 +548,10 @@ fn publish_to_layout(
 }
 
 /// Pushes the bundle image, writes the catalog files, pushes the catalog image.
-fn publish_to_registries(
-    plan: &Plan,
-    summary: &mut Summary,
-    bundle: &BuiltImage,
-    catalog: &BuiltImage,
-    staged: Option<&StagedCatalog>,
-) -> Result<(), ReleaseError> {
-    durable::sweep(&plan.catalog_dir);
-    let access = plan.registry.access().map_err(|e| ReleaseError::Push {
-        reference: plan.bundle_image(),
-        message: format!("reading the password from standard input: {e}"),
-    })?;
-    // One runtime, and one client when both images are on one registry: the catalog's push
-    // reuses the bundle's session (its `/v2/` ping and kept-alive connections).
-    let runtime = crate::action::runtime().map_err(|e| ReleaseError::Push {
-        reference: plan.bundle_image(),
-        message: e.to_string(),
-    })?;
-    let push = |client: &RegistryClient,
-                target: &oci_client::Reference,
-                image: &BuiltImage|
-     -> Result<String, String> {
-        let digest = runtime
-            .block_on(client.push(target, image))
-            .map_err(|e| format!("{e:#}"))?;
-        if digest != image.digest() {
-            return Err(format!(
-                "the registry reports {digest}, but the image built is {}",
-                image.digest()
-            ));
-        }
-        Ok(digest)
-    };
-    let bundle_reference = plan.bundle_image();
-    let pushed_bundle = parse_reference(&bundle_reference)
-        .map_err(|e| format!("{e:#}"))
-        .and_then(|target| {
-            let client = access.client(&target);
-            push(&client, &target, bundle).map(|_| (target, client))
-        });
-    let (bundle_target, bundle_client) = pushed_bundle.map_err(|message| ReleaseError::Push {
-        reference: bundle_reference.clone(),
-        message,
-    })?;
-    summary.set(
-        "push-bundle",
-        StepStatus::Done,
-        format!("{bundle_reference}@{}", bundle.digest()),
-    );
-    if let Some(staged) = staged {
-        commit_catalog(&plan.catalog_dir, staged)?;
-    }
-    let pushed_catalog = parse_reference(&plan.catalog_image)
-        .map_err(|e| format!("{e:#}"))
-        .and_then(|target| {
-            if target.resolve_registry() == bundle_target.resolve_registry() {
-                push(&bundle_client, &target, catalog)
-            } else {
-                push(&access.client(&target), &target, catalog)
-            }
-        });
-    match pushed_catalog {
-        Ok(digest) => {
-            summary.set(
-                "push-catalog",
-                StepStatus::Done,
-                format!("{}@{digest}", plan.catalog_image),
-            );
-            Ok(())
-        }
-        Err(message) => match staged {
-            Some(staged) => Err(ReleaseError::CatalogPushAfterCommit {
-                files: staged
-                    .files
-                    .iter()
-                    .map(|(p, _)| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                reference: plan.catalog_image.clone(),
-                message,
-                command: plan.command(),
-            }),
-            None => Err(ReleaseError::Push {
-                reference: plan.catalog_image.clone(),
-                message,
-            }),
-        },
-    }
-}
-
 /// Writes the staged catalog files into place as one change of the catalog folder: a kill
 /// leaves every file old or every file new (a template edited without the package file it
 /// renders would make the next release refuse the catalog as edited by hand).
-fn commit_catalog(catalog: &Path, staged: &StagedCatalog) -> Result<(), ReleaseError> {
+pub(super) fn commit_catalog(catalog: &Path, staged: &StagedCatalog) -> Result<(), ReleaseError> {
     let files: Vec<(PathBuf, Vec<u8>)> = staged
         .files
         .iter()

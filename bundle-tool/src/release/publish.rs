@@ -1,0 +1,187 @@
+//! Publishing a release to registries (`--push`): both images' blobs side by side, then the
+//! bundle's manifest, the catalog edit, and the catalog's manifest, in that order, so that
+//! neither the catalog folder nor the catalog image ever names a bundle image that is not
+//! in its registry.
+//!
+//! The registries are opened ([`Registries::open`]) before the steps run: the references
+//! are checked, the password read, and each plain-HTTP session's `/v2/` ping sent on a
+//! runtime thread of its own while generate, validate and the builds go on, so the ping and
+//! its connection cost the pushes nothing.
+
+use std::sync::Arc;
+
+use oci_client::Reference;
+
+use super::catalog_edit::StagedCatalog;
+use super::steps::commit_catalog;
+use super::summary::{StepStatus, Summary};
+use super::{Plan, ReleaseError};
+use crate::durable;
+use crate::image::{BlobsPushed, BuiltImage, RegistryClient, parse_reference};
+
+/// The bundle's and the catalog's registries, their sessions being opened meanwhile.
+pub struct Registries {
+    /// Multi-threaded with one worker, so that what is spawned on it runs while the steps
+    /// hold the calling thread (a current-thread runtime runs nothing outside `block_on`).
+    runtime: tokio::runtime::Runtime,
+    bundle_target: Reference,
+    catalog_target: Reference,
+    bundle_client: Arc<RegistryClient>,
+    /// The bundle's client again when both images are on one registry, so the catalog's
+    /// push reuses its session (ping and kept-alive connections).
+    catalog_client: Arc<RegistryClient>,
+}
+
+impl Registries {
+    /// Checks both references, reads the password (`--password-stdin`), and starts each
+    /// registry's session.
+    pub fn open(plan: &Plan) -> Result<Registries, ReleaseError> {
+        let bundle_reference = plan.bundle_image();
+        let bundle_target = parse_reference(&bundle_reference)
+            .map_err(|e| push_error(&bundle_reference, format!("{e:#}")))?;
+        let catalog_target = parse_reference(&plan.catalog_image)
+            .map_err(|e| push_error(&plan.catalog_image, format!("{e:#}")))?;
+        let access = plan.registry.access().map_err(|e| {
+            push_error(
+                &bundle_reference,
+                format!("reading the password from standard input: {e}"),
+            )
+        })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| push_error(&bundle_reference, e.to_string()))?;
+        let bundle_client = Arc::new(access.client(&bundle_target));
+        let catalog_client =
+            if catalog_target.resolve_registry() == bundle_target.resolve_registry() {
+                bundle_client.clone()
+            } else {
+                Arc::new(access.client(&catalog_target))
+            };
+        for (client, target) in [
+            (&bundle_client, &bundle_target),
+            (&catalog_client, &catalog_target),
+        ] {
+            let (client, target) = (client.clone(), target.clone());
+            // What fails here fails again, and is reported, when the push asks.
+            runtime.spawn(async move { client.open_session(&target).await });
+        }
+        Ok(Registries {
+            runtime,
+            bundle_target,
+            catalog_target,
+            bundle_client,
+            catalog_client,
+        })
+    }
+
+    /// Pushes the bundle image, writes `staged` into the catalog folder, pushes the catalog
+    /// image; fills in the summary's push steps.
+    pub fn publish(
+        &self,
+        plan: &Plan,
+        summary: &mut Summary,
+        bundle: &BuiltImage,
+        catalog: &BuiltImage,
+        staged: Option<&StagedCatalog>,
+    ) -> Result<(), ReleaseError> {
+        durable::sweep(&plan.catalog_dir);
+        let bundle_reference = plan.bundle_image();
+        // Blobs first, both images at once: nothing is visible until a manifest names them,
+        // so a blob that cannot be pushed stops the release with nothing published. On
+        // loopback this takes a warm release's pushes from ~45 to ~30 ms (docs/benchmarks.md,
+        // `release`).
+        let (bundle_blobs, catalog_blobs) = self.runtime.block_on(async {
+            futures::join!(
+                self.bundle_client.push_blobs(&self.bundle_target, bundle),
+                self.catalog_client
+                    .push_blobs(&self.catalog_target, catalog)
+            )
+        });
+        let bundle_blobs = bundle_blobs
+            .map_err(|e| push_error(&bundle_reference, format!("{e:#} (nothing was published)")))?;
+        let catalog_blobs = catalog_blobs.map_err(|e| {
+            push_error(
+                &plan.catalog_image,
+                format!(
+                    "{e:#} (nothing was published: the bundle's tag and the catalog edit wait \
+                     for both images' blobs)"
+                ),
+            )
+        })?;
+        self.manifest(
+            &self.bundle_client,
+            &self.bundle_target,
+            bundle,
+            bundle_blobs,
+        )
+        .map_err(|message| push_error(&bundle_reference, message))?;
+        summary.set(
+            "push-bundle",
+            StepStatus::Done,
+            format!("{bundle_reference}@{}", bundle.digest()),
+        );
+        if let Some(staged) = staged {
+            commit_catalog(&plan.catalog_dir, staged)?;
+        }
+        match self.manifest(
+            &self.catalog_client,
+            &self.catalog_target,
+            catalog,
+            catalog_blobs,
+        ) {
+            Ok(digest) => {
+                summary.set(
+                    "push-catalog",
+                    StepStatus::Done,
+                    format!("{}@{digest}", plan.catalog_image),
+                );
+                Ok(())
+            }
+            Err(message) => match staged {
+                Some(staged) => Err(ReleaseError::CatalogPushAfterCommit {
+                    files: staged
+                        .files
+                        .iter()
+                        .map(|(p, _)| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    reference: plan.catalog_image.clone(),
+                    message,
+                    command: plan.command(),
+                }),
+                None => Err(push_error(&plan.catalog_image, message)),
+            },
+        }
+    }
+
+    /// The manifest half of a push, with the digest the registry stored checked against
+    /// the image's.
+    fn manifest(
+        &self,
+        client: &RegistryClient,
+        target: &Reference,
+        image: &BuiltImage,
+        blobs: BlobsPushed,
+    ) -> Result<String, String> {
+        let digest = self
+            .runtime
+            .block_on(client.push_manifest(target, image, blobs))
+            .map_err(|e| format!("{e:#}"))?;
+        if digest != image.digest() {
+            return Err(format!(
+                "the registry reports {digest}, but the image built is {}",
+                image.digest()
+            ));
+        }
+        Ok(digest)
+    }
+}
+
+fn push_error(reference: &str, message: String) -> ReleaseError {
+    ReleaseError::Push {
+        reference: reference.to_string(),
+        message,
+    }
+}
