@@ -266,7 +266,9 @@ fn copy_with(catalog: &Path, files: &[(PathBuf, String)]) -> Result<tempfile::Te
         .tempdir()
         .map_err(|e| e.to_string())?;
     if catalog.exists() {
-        copy_tree(catalog, copy.path()).map_err(|e| e.to_string())?;
+        // The files about to be written are not copied first (catalog.json is most of it).
+        let replaced: Vec<&Path> = files.iter().map(|(path, _)| path.as_path()).collect();
+        copy_tree(catalog, copy.path(), &replaced).map_err(|e| e.to_string())?;
     }
     for (path, content) in files {
         let relative = path.strip_prefix(catalog).map_err(|e| e.to_string())?;
@@ -279,13 +281,16 @@ fn copy_with(catalog: &Path, files: &[(PathBuf, String)]) -> Result<tempfile::Te
     Ok(copy)
 }
 
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+/// Copies the tree `from` into `to`, but for the files named in `except`.
+fn copy_tree(from: &Path, to: &Path, except: &[&Path]) -> std::io::Result<()> {
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let target = to.join(entry.file_name());
         if entry.file_type()?.is_dir() {
             std::fs::create_dir_all(&target)?;
-            copy_tree(&entry.path(), &target)?;
+            copy_tree(&entry.path(), &target, except)?;
+        } else if except.contains(&entry.path().as_path()) {
+            continue;
         } else {
             std::fs::copy(entry.path(), &target)?;
         }
