@@ -457,8 +457,8 @@ fn a_release_that_would_break_installed_users_stops_before_anything_is_published
     assert!(before == repo.snapshot(), "a refused release changed files");
 }
 
-/// `bundle-tool inspect REF` as the registry serves it: the manifest digest.
-fn registry_digest(reference: &str, registry: &OciRegistry) -> String {
+/// `bundle-tool inspect REF` against `registry`, with its credentials.
+fn inspect(reference: &str, registry: &OciRegistry) -> Output {
     let RegistryAuth::Htpasswd { username, password } = registry.auth() else {
         panic!("the test registries ask for credentials");
     };
@@ -471,7 +471,12 @@ fn registry_digest(reference: &str, registry: &OciRegistry) -> String {
         .spawn()
         .unwrap();
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `bundle-tool inspect REF` as the registry serves it: the manifest digest.
+fn registry_digest(reference: &str, registry: &OciRegistry) -> String {
+    let output = inspect(reference, registry);
     assert!(
         output.status.success(),
         "inspect {reference}: {}",
@@ -492,19 +497,7 @@ fn read_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// Whether `reference` names a manifest in `registry`: `inspect` finds it, or fails saying
 /// the registry does not know it (any other failure fails the test).
 fn tag_exists(reference: &str, registry: &OciRegistry) -> bool {
-    let RegistryAuth::Htpasswd { username, password } = registry.auth() else {
-        panic!("the test registries ask for credentials");
-    };
-    let mut child = Command::new(e2e::bundle_tool_binary())
-        .args(["inspect", reference, "--plain-http", "--username", username])
-        .arg("--password-stdin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), password.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = inspect(reference, registry);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success()

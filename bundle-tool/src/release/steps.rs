@@ -547,7 +547,6 @@ fn publish_to_layout(
     Ok(())
 }
 
-/// Pushes the bundle image, writes the catalog files, pushes the catalog image.
 /// Writes the staged catalog files into place as one change of the catalog folder: a kill
 /// leaves every file old or every file new (a template edited without the package file it
 /// renders would make the next release refuse the catalog as edited by hand).
