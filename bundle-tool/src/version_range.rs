@@ -176,8 +176,12 @@ fn expand_wildcards(parts: &[String]) -> Result<Vec<String>, RangeError> {
                 2 => 0,
                 _ => return String::new(),
             };
-            if let Some(n) = numbers.get(index).and_then(|n| n.parse::<u64>().ok()) {
-                numbers[index] = (n + 1).to_string();
+            // blang reads the number with Go's `strconv.Atoi` (an int64, a sign allowed),
+            // adds one with Go's wrapping arithmetic, and on a parse error leaves the
+            // version empty, so the comparator is just the operator and fails to parse.
+            match numbers.get(index).map(|n| n.parse::<i64>()) {
+                Some(Ok(n)) => numbers[index] = n.wrapping_add(1).to_string(),
+                _ => return String::new(),
             }
             numbers.join(".")
         };
@@ -353,6 +357,31 @@ mod tests {
             contains(">= 1.0.0 < 1.2.0", "1.0.0"),
             "a space after an operator is allowed"
         );
+    }
+
+    #[test]
+    fn a_wildcard_bump_reads_and_wraps_the_number_as_go_does() {
+        // u64::MAX does not fit Go's int: the bumped version is empty, as in blang.
+        let err = VersionRange::parse("<=18446744073709551615.x").unwrap_err();
+        assert_eq!(err.to_string(), "Could not get version from string: \"<\"");
+        // i64::MAX + 1 wraps to a negative number, which is not a version.
+        let err = VersionRange::parse("<=9223372036854775807.x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Could not parse Range \"<-9223372036854775808.0.0\": Could not parse comparator \"<-\" in \"<-9223372036854775808.0.0\""
+        );
+        let err = VersionRange::parse("<=1.-2.x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Could not parse Range \"<1.-1.0\": Could not parse version \"1.-1.0\" in \"<1.-1.0\": Invalid character(s) found in minor number \"-1\""
+        );
+        assert!(contains("<=1.+2.x", "1.2.5"), "Go's Atoi takes a plus sign");
+        // A number that does not parse also leaves the version empty. (All four messages
+        // are blang v4.0.0's, read from a Go program calling semver.ParseRange.)
+        let err = VersionRange::parse(">1.2a.x").unwrap_err();
+        assert_eq!(err.to_string(), "Could not get version from string: \">=\"");
+        assert!(contains("<=1.2.x", "1.2.9"));
+        assert!(!contains("<=1.2.x", "1.3.0"));
     }
 
     #[test]
