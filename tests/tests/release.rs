@@ -575,6 +575,17 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
         assert_eq!(entry.replaces, previous);
         let bundle = catalog.bundles.iter().find(|b| b.name == name).unwrap();
         assert_eq!(bundle.image, bundle_ref);
+        // The catalog edit is staged beside the folder while the blobs go up, and the old
+        // tree removed while the catalog's manifest does: neither is left behind.
+        let leftovers: Vec<String> = std::fs::read_dir(repo.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| bundle_tool::durable::is_staging_name(name))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "left beside the catalog: {leftovers:?}"
+        );
         previous = name;
     }
     assert!(

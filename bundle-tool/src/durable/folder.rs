@@ -13,6 +13,8 @@ use super::stale::{parent_of, prefix_for, sweep};
 pub struct StagedDir {
     path: PathBuf,
     target: PathBuf,
+    /// The staged tree is durable already ([`StagedDir::sync`]).
+    synced: bool,
     done: bool,
 }
 
@@ -38,6 +40,7 @@ pub fn staging_dir(target: &Path) -> std::io::Result<StagedDir> {
     Ok(StagedDir {
         path,
         target,
+        synced: false,
         done: false,
     })
 }
@@ -48,18 +51,39 @@ impl StagedDir {
         &self.path
     }
 
-    /// Makes the staged tree durable and puts it in the target's place in one step.
-    pub fn commit(mut self) -> std::io::Result<()> {
+    /// Makes the staged tree durable now, so that [`commit`](Self::commit) is only the swap:
+    /// a caller can sync while it waits for something else (a release syncs the staged
+    /// catalog while its images' blobs go up).
+    pub fn sync(&mut self) -> std::io::Result<()> {
         sync_tree(&self.path)?;
+        self.synced = true;
+        Ok(())
+    }
+
+    /// Makes the staged tree durable (unless [`sync`](Self::sync) did) and puts it in the
+    /// target's place in one step.
+    pub fn commit(self) -> std::io::Result<()> {
+        self.swap()?.remove();
+        Ok(())
+    }
+
+    /// [`commit`](Self::commit) but for removing the old tree, which is left to the
+    /// [`OldTree`] returned (a caller may remove it while it waits for something else).
+    pub fn swap(mut self) -> std::io::Result<OldTree> {
+        if !self.synced {
+            sync_tree(&self.path)?;
+        }
         let parent = parent_of(&self.target).to_path_buf();
+        let mut old = OldTree {
+            path: None,
+            parent: parent.clone(),
+        };
         match exchange(&self.path, &self.target) {
             Ok(()) => {
-                // The stage now holds the old tree. Once the swap is durable it can go; failing
-                // to remove it leaves clutter that the next run sweeps, not a wrong output.
+                // The stage now holds the old tree. Once the swap is durable it can go.
                 sync_dir(&parent)?;
                 self.done = true;
-                let _ = std::fs::remove_dir_all(&self.path);
-                let _ = sync_dir(&parent);
+                old.path = Some(self.path.clone());
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 // First creation: there is nothing to exchange with, so a plain rename.
@@ -83,7 +107,35 @@ impl StagedDir {
             }
             Err(error) => return Err(error),
         }
-        Ok(())
+        Ok(old)
+    }
+}
+
+/// The tree a [`StagedDir::swap`] replaced, still on disk beside the target under the
+/// staging name; removed by [`OldTree::remove`] or when dropped. Failing to remove it leaves
+/// clutter that the next run sweeps, not a wrong output.
+pub struct OldTree {
+    path: Option<PathBuf>,
+    parent: PathBuf,
+}
+
+impl OldTree {
+    /// Removes the old tree and makes the removal durable (best effort).
+    pub fn remove(mut self) {
+        self.remove_now();
+    }
+
+    fn remove_now(&mut self) {
+        if let Some(path) = self.path.take() {
+            let _ = std::fs::remove_dir_all(&path);
+            let _ = sync_dir(&self.parent);
+        }
+    }
+}
+
+impl Drop for OldTree {
+    fn drop(&mut self) {
+        self.remove_now();
     }
 }
 
@@ -99,7 +151,13 @@ impl Drop for StagedDir {
 /// killed run sees either every file old or every file new. Unchanged files are carried over
 /// as hard links, so the cost is the folder's entries, not its bytes.
 pub fn commit_files(root: &Path, files: &[(PathBuf, Vec<u8>)]) -> std::io::Result<()> {
-    let staged = staging_dir(root)?;
+    stage_files(root, files)?.commit()
+}
+
+/// The first half of [`commit_files`]: the new tree staged beside `root` and made durable;
+/// [`StagedDir::commit`] swaps it in, and dropping it instead leaves `root` as it was.
+pub fn stage_files(root: &Path, files: &[(PathBuf, Vec<u8>)]) -> std::io::Result<StagedDir> {
+    let mut staged = staging_dir(root)?;
     if root.exists() {
         link_tree(root, staged.path())?;
     }
@@ -126,7 +184,8 @@ pub fn commit_files(root: &Path, files: &[(PathBuf, Vec<u8>)]) -> std::io::Resul
         };
         write().map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     }
-    staged.commit()
+    staged.sync()?;
+    Ok(staged)
 }
 
 /// `renameat2(from, to, RENAME_EXCHANGE)`: both names stay, their trees trade places.
@@ -248,6 +307,43 @@ mod tests {
         std::io::Read::read_to_string(&mut &old, &mut was).unwrap();
         assert_eq!(was, "old", "the old file was written through its link");
         assert_eq!(names(root.path()), ["catalog"]);
+    }
+
+    #[test]
+    fn staged_files_change_nothing_until_swapped_and_the_old_tree_goes_when_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let catalog = root.path().join("catalog");
+        std::fs::create_dir_all(&catalog).unwrap();
+        std::fs::write(catalog.join("catalog.json"), "old").unwrap();
+        let files = [(catalog.join("catalog.json"), b"new".to_vec())];
+        // Dropped before the swap: the folder is as it was, and no stage is left.
+        drop(stage_files(&catalog, &files).unwrap());
+        assert_eq!(std::fs::read(catalog.join("catalog.json")).unwrap(), b"old");
+        assert_eq!(names(root.path()), ["catalog"]);
+        let ready = stage_files(&catalog, &files).unwrap();
+        assert_eq!(std::fs::read(catalog.join("catalog.json")).unwrap(), b"old");
+        assert_eq!(
+            names(root.path()).len(),
+            2,
+            "the stage sits beside the folder"
+        );
+        let old = ready.swap().unwrap();
+        assert_eq!(std::fs::read(catalog.join("catalog.json")).unwrap(), b"new");
+        assert_eq!(
+            names(root.path()).len(),
+            2,
+            "the old tree is kept until removed"
+        );
+        old.remove();
+        assert_eq!(names(root.path()), ["catalog"]);
+        // An old tree that is only dropped goes as well.
+        let files = [(catalog.join("catalog.json"), b"newer".to_vec())];
+        drop(stage_files(&catalog, &files).unwrap().swap().unwrap());
+        assert_eq!(names(root.path()), ["catalog"]);
+        assert_eq!(
+            std::fs::read(catalog.join("catalog.json")).unwrap(),
+            b"newer"
+        );
     }
 
     #[test]

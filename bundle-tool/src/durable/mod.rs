@@ -9,7 +9,8 @@
 //!   its renames — and the old tree removed.
 //! - [`commit_files`]: several files of one folder tree changed together (a catalog edit may
 //!   touch a package file and the template that renders it): the tree is staged as hard links,
-//!   the files replaced in the stage, and the stage swapped in the same way.
+//!   the files replaced in the stage, and the stage swapped in the same way. [`stage_files`]
+//!   is its first half, for a caller with something else to do before the swap.
 //!
 //! Staging names carry the creating process's id, so a later run can tell the leftovers of a
 //! killed run (whose process is gone) from those of a run still going, and removes them.
@@ -19,5 +20,5 @@ mod folder;
 mod stale;
 
 pub use file::{sync_dir, write_file};
-pub use folder::{StagedDir, commit_files, staging_dir};
+pub use folder::{OldTree, StagedDir, commit_files, stage_files, staging_dir};
 pub use stale::{is_staging_name, sweep};

@@ -170,7 +170,11 @@ impl LayerCache {
         let mut lines: Vec<&str> = text.lines().filter(|l| *l != line).collect();
         lines.push(&line);
         let start = lines.len().saturating_sub(LOCATIONS_PER_BLOB);
-        let _ = self.write_entry(&name, format!("{}\n", lines[start..].join("\n")).as_bytes());
+        let content = format!("{}\n", lines[start..].join("\n"));
+        // A release into the repository it released into last time changes nothing here.
+        if content != text {
+            let _ = self.write_entry(&name, content.as_bytes());
+        }
     }
 
     /// The entry for `key`, named `<key>-<content digest>-<size>.gz`: a file of another size

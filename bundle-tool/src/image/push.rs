@@ -58,6 +58,17 @@ pub async fn push_blobs(
         push_blob(session, attempts, repository, blob, Sending::AskFirst(from))
     }))
     .await?;
+    // Remembered now rather than after the manifest: the blobs are in the repository, and
+    // the cache's file write is then off a release's last step.
+    if let Some(cache) = &cache {
+        for blob in image
+            .blobs()
+            .iter()
+            .filter(|blob| blob.size() >= MOUNT_WORTH)
+        {
+            cache.remember_push(blob.digest(), session.host(), repository);
+        }
+    }
     Ok(())
 }
 
@@ -133,15 +144,6 @@ pub async fn push_manifest(
         "the registry reports digest {reported} for {repository}:{reference}, but we pushed \
          {expected}"
     );
-    if let Some(cache) = LayerCache::from_env() {
-        for blob in image
-            .blobs()
-            .iter()
-            .filter(|blob| blob.size() >= MOUNT_WORTH)
-        {
-            cache.remember_push(blob.digest(), session.host(), repository);
-        }
-    }
     Ok(reported)
 }
 
