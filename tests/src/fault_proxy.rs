@@ -3,8 +3,9 @@
 //! test that clients verify digests. One request per connection: the proxy reads a request,
 //! forwards it with `Connection: close`, relays the answer and closes.
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -22,6 +23,10 @@ enum Fault {
     /// Every upload start that asks for a mount (`POST …/uploads/?mount=…`) is answered 400
     /// `UNSUPPORTED`, as a registry that takes no mount requests may answer.
     RefuseMounts,
+    /// Every blob `PUT` into an upload session that a `POST` without a mount request opened
+    /// is answered 404 `BLOB_UPLOAD_UNKNOWN`, as a registry answers for a session it has
+    /// expired or lost (sessions opened asking for a mount pass).
+    ForgetPlainSessions,
 }
 
 /// A running proxy; it stops with the test binary.
@@ -57,6 +62,12 @@ impl FaultyProxy {
         Self::start_with(upstream, Fault::RefuseMounts)
     }
 
+    /// Proxies `127.0.0.1:<upstream>`, answering 404 to every blob upload into a session
+    /// opened without a mount request (counted as faults), as if the registry had lost it.
+    pub fn start_forgetting_plain_sessions(upstream: u16) -> anyhow::Result<Self> {
+        Self::start_with(upstream, Fault::ForgetPlainSessions)
+    }
+
     /// From now on relays every request unchanged.
     pub fn heal(&self) {
         self.healed.store(true, Ordering::Relaxed);
@@ -70,6 +81,8 @@ impl FaultyProxy {
         let faults = Arc::new(AtomicUsize::new(0));
         let healed = Arc::new(AtomicBool::new(false));
         let (r, f, h) = (requests.clone(), faults.clone(), healed.clone());
+        // Session ids opened by plain POSTs (for ForgetPlainSessions).
+        let plain_sessions: Arc<Mutex<HashSet<String>>> = Arc::default();
         std::thread::Builder::new()
             .name("e2e-fault-proxy".into())
             .spawn(move || {
@@ -83,14 +96,14 @@ impl FaultyProxy {
                         let Ok((client, _)) = listener.accept().await else {
                             continue;
                         };
-                        let (r, f) = (r.clone(), f.clone());
+                        let (r, f, sessions) = (r.clone(), f.clone(), plain_sessions.clone());
                         let fault = if h.load(Ordering::Relaxed) {
                             Fault::FailEvery(0)
                         } else {
                             fault
                         };
                         tokio::spawn(async move {
-                            let _ = handle(client, upstream, fault, r, f).await;
+                            let _ = handle(client, upstream, fault, r, f, sessions).await;
                         });
                     }
                 });
@@ -125,6 +138,7 @@ async fn handle(
     fault: Fault,
     requests: Arc<AtomicUsize>,
     faults: Arc<AtomicUsize>,
+    plain_sessions: Arc<Mutex<HashSet<String>>>,
 ) -> anyhow::Result<()> {
     // The request head.
     let mut buffer = Vec::new();
@@ -187,6 +201,16 @@ async fn handle(
                 br#"{"errors":[{"code":"UNSUPPORTED","message":"no mounts here"}]}"#,
             ))
         }
+        Fault::ForgetPlainSessions
+            if request_line.starts_with("PUT ")
+                && session_id(request_line)
+                    .is_some_and(|id| plain_sessions.lock().expect("lock").contains(id)) =>
+        {
+            Some((
+                "404 Not Found",
+                br#"{"errors":[{"code":"BLOB_UPLOAD_UNKNOWN","message":"blob upload unknown to registry"}]}"#,
+            ))
+        }
         _ => None,
     };
     if let Some((status, body)) = refusal {
@@ -225,8 +249,30 @@ async fn handle(
             faults.fetch_add(1, Ordering::Relaxed);
         }
     }
+    if matches!(fault, Fault::ForgetPlainSessions)
+        && request_line.starts_with("POST ")
+        && request_line.contains("/blobs/uploads/")
+        && !request_line.contains("mount=")
+    {
+        let answer_head = String::from_utf8_lossy(&answer);
+        let location = answer_head.lines().find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("location:")
+                .then(|| l["location:".len()..].trim().to_string())
+        });
+        if let Some(id) = location.as_deref().and_then(session_id) {
+            plain_sessions.lock().expect("lock").insert(id.to_string());
+        }
+    }
     // Upload locations stay right: the registry builds them from the Host header, which is
     // the proxy's.
     client.write_all(&answer).await?;
     Ok(())
+}
+
+/// The upload session id in a request line or `Location` (`…/blobs/uploads/<id>?…`).
+fn session_id(text: &str) -> Option<&str> {
+    let (_, rest) = text.split_once("/blobs/uploads/")?;
+    let id = rest.split(['?', ' ']).next()?;
+    (!id.is_empty()).then_some(id)
 }

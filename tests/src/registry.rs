@@ -124,4 +124,42 @@ impl OciRegistry {
     pub fn process(&self) -> &ManagedProcess {
         &self.process
     }
+
+    /// The upload sessions open in any repository, as `<repository>/_uploads/<session id>`
+    /// (from the storage folder: docker-registry keeps a folder per session under `_uploads`,
+    /// with the upload's `data` file, until the upload completes; a cancelled session loses
+    /// its `data` but, in 2.8.2, keeps an empty `hashstates` folder).
+    pub fn open_uploads(&self) -> Vec<String> {
+        let repositories = self
+            ._dir
+            .path()
+            .join("data/docker/registry/v2/repositories");
+        let mut open = Vec::new();
+        let mut pending = vec![repositories.clone()];
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if !path.is_dir() {
+                    continue;
+                }
+                if entry.file_name() == "_uploads" {
+                    for session in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                        if !session.path().join("data").exists() {
+                            continue;
+                        }
+                        let relative = session.path();
+                        let relative = relative.strip_prefix(&repositories).unwrap_or(&relative);
+                        open.push(relative.display().to_string());
+                    }
+                } else if !entry.file_name().to_string_lossy().starts_with('_') {
+                    pending.push(path);
+                }
+            }
+        }
+        open.sort();
+        open
+    }
 }

@@ -508,6 +508,57 @@ fn tag_exists(reference: &str, registry: &OciRegistry) -> bool {
     output.status.success()
 }
 
+/// A release opens its small blobs' upload sessions before the images are built; a registry
+/// that has lost them by the time the blobs come (404 `BLOB_UPLOAD_UNKNOWN`) gets each blob
+/// the usual way, and the release is the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn upload_sessions_opened_ahead_and_lost_are_replaced() {
+    let registry = OciRegistry::start(RegistryAuth::Anonymous).await.unwrap();
+    let forgetting = e2e::FaultyProxy::start_forgetting_plain_sessions(registry.port()).unwrap();
+    let host = format!("127.0.0.1:{}", forgetting.port());
+    let repo = Repo::new();
+    let bundle_repository = format!("{host}/example/redis-operator-bundle");
+    let catalog_image = format!("{host}/example/redis-operator-catalog:latest");
+    let output = repo.release(&[
+        "--version",
+        "0.4.0",
+        "--channels",
+        "candidate-v0",
+        "--bundle-image",
+        &bundle_repository,
+        "--catalog-image",
+        &catalog_image,
+        "--push",
+        "--plain-http",
+        "-o",
+        "json",
+    ]);
+    let run = summary(&output);
+    assert_eq!(run["pushed"], true);
+    // Both images' small blobs (a config and a layer each) met a lost session.
+    assert_eq!(
+        forgetting.faults(),
+        4,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let direct = format!("{}/example/redis-operator-bundle:v0.4.0", registry.host());
+    let inspected = Command::new(e2e::bundle_tool_binary())
+        .args(["inspect", &direct, "--plain-http"])
+        .output()
+        .unwrap();
+    assert!(
+        inspected.status.success(),
+        "{}",
+        String::from_utf8_lossy(&inspected.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&inspected.stdout)
+            .contains(run["bundle"]["digest"].as_str().unwrap()),
+        "the registry serves another bundle image"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
     let auth = RegistryAuth::Htpasswd {
@@ -586,6 +637,8 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
             leftovers.is_empty(),
             "left beside the catalog: {leftovers:?}"
         );
+        // Upload sessions are opened before the images are built; each was used.
+        assert_eq!(registry.open_uploads(), Vec::<String>::new(), "{version}");
         previous = name;
     }
     assert!(
@@ -603,9 +656,12 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
         stderr.contains("skipRange in candidate-v0: the catalog has \"\", this release \"<0.3.0\""),
         "{stderr}"
     );
+    // Refused before anything was built: the sessions opened ahead are cancelled.
+    assert_eq!(registry.open_uploads(), Vec::<String>::new(), "{stderr}");
 
     // 0.4.0 with the catalog's registry down: both images' blobs go up before any manifest,
-    // so the release stops with nothing published: no bundle tag, no catalog edit.
+    // so the release stops with nothing published: no bundle tag, no catalog edit, no upload
+    // session left open.
     let port = e2e::free_port().unwrap();
     let down_catalog = format!("127.0.0.1:{port}/example/redis-operator-catalog:latest");
     let args = push_args("0.4.0", &down_catalog);
@@ -625,6 +681,7 @@ async fn pushed_releases_into_a_fresh_catalog_match_the_registry() {
         !tag_exists(&format!("{bundle_repository}:v0.4.0"), &registry),
         "a release whose catalog registry is down tags no bundle image"
     );
+    assert_eq!(registry.open_uploads(), Vec::<String>::new());
 
     // 0.4.0 with a catalog registry that takes blobs but refuses the catalog's tag (403, as
     // a tag policy does): the bundle is pushed and the catalog updated, and the error gives

@@ -39,11 +39,15 @@ const MOUNT_WORTH: u64 = 1 << 20;
 /// The first half of a push: every blob of `image` into `repository`, side by side. Blobs
 /// no manifest names are invisible to pullers, so several images' blobs may go up at once
 /// and their manifests follow in whatever order their meaning needs.
+///
+/// Blobs smaller than [`MOUNT_WORTH`] take an upload session from `opened` while there is
+/// one (see [`open_uploads`]): one `PUT`, without asking whether the registry has them.
 pub async fn push_blobs(
     session: &Session,
     attempts: u32,
     repository: &str,
     image: &BuiltImage,
+    opened: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let cache = LayerCache::from_env();
     let mount_from = |blob_digest: &str, size: u64| -> Option<String> {
@@ -53,10 +57,24 @@ pub async fn push_blobs(
             .into_iter()
             .find(|source| source != repository)
     };
-    futures::future::try_join_all(image.blobs().iter().map(|blob| {
-        let from = mount_from(blob.digest(), blob.size());
-        push_blob(session, attempts, repository, blob, Sending::AskFirst(from))
-    }))
+    let sendings: Vec<Sending> = image
+        .blobs()
+        .iter()
+        .map(|blob| match opened.pop() {
+            Some(location) if blob.size() < MOUNT_WORTH => Sending::Into(location),
+            taken => {
+                opened.extend(taken);
+                Sending::AskFirst(mount_from(blob.digest(), blob.size()))
+            }
+        })
+        .collect();
+    futures::future::try_join_all(
+        image
+            .blobs()
+            .iter()
+            .zip(sendings)
+            .map(|(blob, sending)| push_blob(session, attempts, repository, blob, sending)),
+    )
     .await?;
     // Remembered now rather than after the manifest: the blobs are in the repository, and
     // the cache's file write is then off a release's last step.
@@ -70,6 +88,45 @@ pub async fn push_blobs(
         }
     }
     Ok(())
+}
+
+/// Opens up to `count` upload sessions in `repository` before the blobs they will carry are
+/// known: a `POST …/uploads/` without a digest answers with a session whatever the blob, so a
+/// caller can have them opened while it still builds its image, and each small blob's push
+/// is then one `PUT` (on loopback, a `POST` to Debian's docker-registry takes 4–20 ms, most of
+/// it creating the session's folders). Best effort: what fails is left out (the blob is then
+/// pushed the usual way). Returns the sessions' `Location`s.
+pub async fn open_uploads(session: &Session, repository: &str, count: usize) -> Vec<String> {
+    let start = format!("/v2/{repository}/blobs/uploads/");
+    let opened = futures::future::join_all((0..count).map(|_| async {
+        let answer = session
+            .exchange(Method::POST, &start, HeaderMap::new(), Bytes::new())
+            .await
+            .ok()?;
+        if answer.status != StatusCode::ACCEPTED {
+            return None;
+        }
+        let location = answer.headers.get(http::header::LOCATION)?.to_str().ok()?;
+        Some(location.to_string())
+    }))
+    .await;
+    opened.into_iter().flatten().collect()
+}
+
+/// Cancels upload sessions that [`open_uploads`] opened and no blob used (`DELETE` of each;
+/// best effort: a registry purges forgotten sessions itself, Debian's docker-registry after
+/// a week).
+pub async fn cancel_uploads(session: &Session, locations: Vec<String>) {
+    futures::future::join_all(locations.iter().map(|location| async move {
+        let Ok(path) = session_path(location, session.host()) else {
+            return;
+        };
+        let cancelled = session
+            .exchange(Method::DELETE, &path, HeaderMap::new(), Bytes::new())
+            .await;
+        tracing::debug!(ok = cancelled.is_ok(), "cancelled an unused upload session");
+    }))
+    .await;
 }
 
 /// The second half of a push, once [`push_blobs`] has put every blob of `image` in
@@ -186,6 +243,9 @@ enum Sending {
     AskFirst(Option<String>),
     /// Uploaded without asking (the manifest's second round).
     Always,
+    /// Uploaded into the session at this `Location`, opened beforehand ([`open_uploads`]);
+    /// asked for first, as [`Sending::AskFirst`], if that fails (the session may be gone).
+    Into(String),
 }
 
 /// What the `POST` that starts an upload got.
@@ -215,6 +275,13 @@ async fn push_blob(
     let mount_from = match &sending {
         Sending::AskFirst(from) => Some(from.as_deref().unwrap_or(repository)),
         Sending::Always => None,
+        Sending::Into(location) => match put_into(session, location, blob).await {
+            Ok(()) => return Ok(()),
+            Err(error) => {
+                tracing::debug!(blob = blob.digest(), %error, "the opened session failed: asking first");
+                Some(repository)
+            }
+        },
     };
     match upload(session, attempts, repository, blob, mount_from).await? {
         None => return Ok(()),
@@ -312,9 +379,42 @@ async fn upload(
     .await
 }
 
+/// Sends `blob` into the upload session at `location` with one `PUT` (not retried: the
+/// caller falls back to a session of its own).
+async fn put_into(
+    session: &Session,
+    location: &str,
+    blob: &super::Blob,
+) -> Result<(), ExchangeError> {
+    let data = blob.bytes().map_err(|e| ExchangeError {
+        message: e.to_string(),
+        transient: false,
+    })?;
+    let target = upload_target(location, session.host(), blob.digest())?;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    let answer = session
+        .exchange(Method::PUT, &target, headers, data)
+        .await?;
+    expect(&answer, &[StatusCode::CREATED], "PUT blob")
+}
+
 /// The path and query to `PUT` a blob to, from the `Location` of its upload session (a path,
 /// or an absolute URL that must name this registry), with `digest=` added.
 fn upload_target(location: &str, host: &str, blob_digest: &str) -> Result<String, ExchangeError> {
+    let path = session_path(location, host)?;
+    let separator = if path.contains('?') { '&' } else { '?' };
+    // A digest is `sha256:<hex>`: only the colon needs escaping in a query.
+    let encoded = blob_digest.replace(':', "%3A");
+    Ok(format!("{path}{separator}digest={encoded}"))
+}
+
+/// The path and query of an upload session's `Location`: a path, or an absolute URL that
+/// must name this registry.
+fn session_path(location: &str, host: &str) -> Result<String, ExchangeError> {
     let path = match location.split_once("://") {
         None => location,
         Some((_, rest)) => {
@@ -331,10 +431,7 @@ fn upload_target(location: &str, host: &str, blob_digest: &str) -> Result<String
             path
         }
     };
-    let separator = if path.contains('?') { '&' } else { '?' };
-    // A digest is `sha256:<hex>`: only the colon needs escaping in a query.
-    let encoded = blob_digest.replace(':', "%3A");
-    Ok(format!("{path}{separator}digest={encoded}"))
+    Ok(path.to_string())
 }
 
 fn expect(answer: &Answer, wanted: &[StatusCode], what: &str) -> Result<(), ExchangeError> {

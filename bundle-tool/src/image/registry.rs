@@ -109,17 +109,6 @@ impl RegistryClient {
         self.push_manifest(reference, image, blobs).await
     }
 
-    /// Opens the plain-HTTP session with `reference`'s registry ahead of a push (its `/v2/`
-    /// ping, leaving a kept-alive connection), so that a caller with other work to do first
-    /// can have it done meanwhile. Failures are left for the push to meet and report.
-    pub async fn open_session(&self, reference: &Reference) {
-        if self.plain_http
-            && let Err(error) = self.session(reference.resolve_registry()).access().await
-        {
-            tracing::debug!(%error, "opening the registry session ahead of the push");
-        }
-    }
-
     /// The first half of [`push`](Self::push): the blobs of `image`, not yet named by any
     /// manifest (so invisible to pullers). Several images' blobs can go up side by side and
     /// their [`push_manifest`](Self::push_manifest)s follow in the order the caller needs.
@@ -129,6 +118,49 @@ impl RegistryClient {
         &self,
         reference: &Reference,
         image: &BuiltImage,
+    ) -> anyhow::Result<BlobsPushed> {
+        self.push_blobs_into(reference, image, &mut Vec::new())
+            .await
+    }
+
+    /// Opens up to `count` plain-HTTP upload sessions in `reference`'s repository ahead of a
+    /// push whose blobs are not built yet (see [`super::push::open_uploads`]); none over
+    /// HTTPS, to a bearer-token registry, or when the registry cannot be reached (the push
+    /// meets and reports that).
+    pub async fn open_uploads(&self, reference: &Reference, count: usize) -> Vec<String> {
+        if !self.plain_http {
+            return Vec::new();
+        }
+        let session = self.session(reference.resolve_registry());
+        match session.access().await {
+            Ok(Access::Granted) => {
+                super::push::open_uploads(&session, reference.repository(), count).await
+            }
+            Ok(_) => Vec::new(),
+            Err(error) => {
+                tracing::debug!(%error, "opening the registry session ahead of the push");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Cancels sessions from [`open_uploads`](Self::open_uploads) that no blob took.
+    pub async fn cancel_uploads(&self, reference: &Reference, locations: Vec<String>) {
+        if locations.is_empty() {
+            return;
+        }
+        let session = self.session(reference.resolve_registry());
+        super::push::cancel_uploads(&session, locations).await;
+    }
+
+    /// [`push_blobs`](Self::push_blobs), small blobs going into the sessions of `opened`
+    /// (from [`open_uploads`](Self::open_uploads)) while there are some; those left are the
+    /// caller's to cancel.
+    pub async fn push_blobs_into(
+        &self,
+        reference: &Reference,
+        image: &BuiltImage,
+        opened: &mut Vec<String>,
     ) -> anyhow::Result<BlobsPushed> {
         if self.plain_http {
             let session = self.session(reference.resolve_registry());
@@ -140,8 +172,14 @@ impl RegistryClient {
             )
             .await?;
             if access == Access::Granted {
-                super::push::push_blobs(&session, self.attempts, reference.repository(), image)
-                    .await?;
+                super::push::push_blobs(
+                    &session,
+                    self.attempts,
+                    reference.repository(),
+                    image,
+                    opened,
+                )
+                .await?;
                 return Ok(BlobsPushed(true));
             }
         }

@@ -68,14 +68,26 @@ pub fn heads(config: &DeclarativeConfig, package: &str) -> BTreeMap<String, Stri
 
 /// The catalog as it will be: a copy of the folder with the new files in place.
 pub struct StagedCatalog {
-    /// The copy (removed when dropped).
-    pub copy: tempfile::TempDir,
+    /// The copy (removed when dropped), until [`StagedCatalog::take_copy`].
+    pub(super) copy: Option<tempfile::TempDir>,
     /// The real files to write and their new content, in the order to write them.
     pub files: Vec<(PathBuf, String)>,
     /// The channels' heads after the edit.
     pub heads: BTreeMap<String, String>,
     /// How the edit was made, for the summary.
     pub how: String,
+}
+
+impl StagedCatalog {
+    /// The staged copy of the catalog folder (empty once taken).
+    pub fn copy_path(&self) -> &Path {
+        self.copy.as_ref().map_or(Path::new(""), |copy| copy.path())
+    }
+
+    /// The copy, for a caller done reading it to remove where it costs nothing.
+    pub fn take_copy(&mut self) -> Option<tempfile::TempDir> {
+        self.copy.take()
+    }
 }
 
 /// Stages adding `bundle` to the catalog.
@@ -124,7 +136,7 @@ pub fn stage(plan: &Plan, bundle: Bundle) -> Result<StagedCatalog, ReleaseError>
     let heads = heads(&file.config, &plan.package);
     let copy = copy_with(catalog, &files).map_err(|e| failed(catalog, &e))?;
     Ok(StagedCatalog {
-        copy,
+        copy: Some(copy),
         files,
         heads,
         how,

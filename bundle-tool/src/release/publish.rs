@@ -23,6 +23,17 @@ use crate::image::{BlobsPushed, BuiltImage, RegistryClient, parse_reference};
 /// The bundle's blobs on their way while the catalog steps run.
 type BlobsOnTheirWay = tokio::task::JoinHandle<anyhow::Result<BlobsPushed>>;
 
+/// Upload sessions being opened in one repository ([`RegistryClient::open_uploads`]).
+type UploadsOpening = tokio::task::JoinHandle<Vec<String>>;
+
+/// Upload sessions opened ahead in each repository: the small blobs of a release's images
+/// are two each (the bundle's config and layer; the catalog's config and `/configs` layer,
+/// the server layer being mounted), so every small blob's push is one `PUT`.
+const UPLOADS_AHEAD: usize = 2;
+
+/// How long a stopped release waits to cancel the upload sessions it opened.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The bundle's and the catalog's registries, their sessions being opened meanwhile.
 pub struct Registries {
     /// Multi-threaded with one worker, so that what is spawned on it runs while the steps
@@ -36,6 +47,11 @@ pub struct Registries {
     catalog_client: Arc<RegistryClient>,
     /// The bundle's blobs, sent as soon as its image is built ([`Self::send_bundle_blobs`]).
     bundle_blobs: Option<BlobsOnTheirWay>,
+    /// Upload sessions being opened in the bundle's repository, until the bundle's blobs take
+    /// them.
+    bundle_uploads: Option<UploadsOpening>,
+    /// Upload sessions being opened in the catalog's repository, until its blobs take them.
+    catalog_uploads: Option<UploadsOpening>,
 }
 
 impl Registries {
@@ -65,14 +81,14 @@ impl Registries {
             } else {
                 Arc::new(access.client(&catalog_target))
             };
-        for (client, target) in [
-            (&bundle_client, &bundle_target),
-            (&catalog_client, &catalog_target),
-        ] {
+        // The ping, then upload sessions for the small blobs. What fails here fails again,
+        // and is reported, when the push asks.
+        let open_uploads = |client: &Arc<RegistryClient>, target: &Reference| {
             let (client, target) = (client.clone(), target.clone());
-            // What fails here fails again, and is reported, when the push asks.
-            runtime.spawn(async move { client.open_session(&target).await });
-        }
+            runtime.spawn(async move { client.open_uploads(&target, UPLOADS_AHEAD).await })
+        };
+        let bundle_uploads = open_uploads(&bundle_client, &bundle_target);
+        let catalog_uploads = open_uploads(&catalog_client, &catalog_target);
         Ok(Registries {
             runtime,
             bundle_target,
@@ -80,6 +96,8 @@ impl Registries {
             bundle_client,
             catalog_client,
             bundle_blobs: None,
+            bundle_uploads: Some(bundle_uploads),
+            catalog_uploads: Some(catalog_uploads),
         })
     }
 
@@ -93,10 +111,13 @@ impl Registries {
             self.bundle_target.clone(),
             bundle.clone(),
         );
-        self.bundle_blobs = Some(
-            self.runtime
-                .spawn(async move { client.push_blobs(&target, &image).await }),
-        );
+        let uploads = self.bundle_uploads.take();
+        self.bundle_blobs = Some(self.runtime.spawn(async move {
+            let mut opened = opened(uploads).await;
+            let pushed = client.push_blobs_into(&target, &image, &mut opened).await;
+            client.cancel_uploads(&target, opened).await;
+            pushed
+        }));
     }
 
     /// Pushes the bundle image, writes `staged` into the catalog folder, pushes the catalog
@@ -116,6 +137,7 @@ impl Registries {
         // loopback this takes a warm release's pushes from ~45 to ~30 ms (docs/benchmarks.md,
         // `release`).
         let early = self.bundle_blobs.take();
+        let catalog_uploads = self.catalog_uploads.take();
         let send_blobs = || {
             self.runtime.block_on(async {
                 let bundle_blobs = async {
@@ -130,11 +152,18 @@ impl Registries {
                         }
                     }
                 };
-                futures::join!(
-                    bundle_blobs,
+                let catalog_blobs = async {
+                    let mut opened = opened(catalog_uploads).await;
+                    let pushed = self
+                        .catalog_client
+                        .push_blobs_into(&self.catalog_target, catalog, &mut opened)
+                        .await;
                     self.catalog_client
-                        .push_blobs(&self.catalog_target, catalog)
-                )
+                        .cancel_uploads(&self.catalog_target, opened)
+                        .await;
+                    pushed
+                };
+                futures::join!(bundle_blobs, catalog_blobs)
             })
         };
         // The catalog's new tree is staged and fsynced beside the folder meanwhile, so that
@@ -231,6 +260,45 @@ impl Registries {
         self.runtime
             .block_on(client.push_manifest(target, image, blobs))
             .map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// A stopped release cancels the upload sessions it opened and lets the bundle's blobs
+/// already on their way finish (waiting at most [`CANCEL_WAIT`]), so it leaves no open
+/// session in the registries.
+impl Drop for Registries {
+    fn drop(&mut self) {
+        let (bundle_blobs, bundle_uploads, catalog_uploads) = (
+            self.bundle_blobs.take(),
+            self.bundle_uploads.take(),
+            self.catalog_uploads.take(),
+        );
+        if bundle_blobs.is_none() && bundle_uploads.is_none() && catalog_uploads.is_none() {
+            return;
+        }
+        let cleanup = async {
+            if let Some(sending) = bundle_blobs {
+                let _ = sending.await;
+            }
+            for (uploads, client, target) in [
+                (bundle_uploads, &self.bundle_client, &self.bundle_target),
+                (catalog_uploads, &self.catalog_client, &self.catalog_target),
+            ] {
+                let unused = opened(uploads).await;
+                client.cancel_uploads(target, unused).await;
+            }
+        };
+        let _ = self
+            .runtime
+            .block_on(async { tokio::time::timeout(CANCEL_WAIT, cleanup).await });
+    }
+}
+
+/// The sessions an [`UploadsOpening`] opened (none if it was not started or failed).
+async fn opened(uploads: Option<UploadsOpening>) -> Vec<String> {
+    match uploads {
+        Some(opening) => opening.await.unwrap_or_default(),
+        None => Vec::new(),
     }
 }
 
