@@ -60,12 +60,9 @@ pub async fn push_blobs(
     let sendings: Vec<Sending> = image
         .blobs()
         .iter()
-        .map(|blob| match opened.pop() {
-            Some(location) if blob.size() < MOUNT_WORTH => Sending::Into(location),
-            taken => {
-                opened.extend(taken);
-                Sending::AskFirst(mount_from(blob.digest(), blob.size()))
-            }
+        .map(|blob| match opened.pop_if(|_| blob.size() < MOUNT_WORTH) {
+            Some(location) => Sending::Into(location),
+            None => Sending::AskFirst(mount_from(blob.digest(), blob.size())),
         })
         .collect();
     futures::future::try_join_all(
@@ -350,12 +347,6 @@ async fn upload(
             }
         }
         expect(&answer, &[StatusCode::ACCEPTED], "POST blob upload")?;
-        // Read only now: a blob the registry has, or mounts, is never read (a cached layer
-        // is a file until then).
-        let data = blob.bytes().map_err(|e| ExchangeError {
-            message: e.to_string(),
-            transient: false,
-        })?;
         let location = answer
             .headers
             .get(http::header::LOCATION)
@@ -364,23 +355,16 @@ async fn upload(
                 message: "POST blob upload: no Location in the answer".into(),
                 transient: false,
             })?;
-        let target = upload_target(location, session.host(), blob_digest)?;
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/octet-stream"),
-        );
-        let answer = session
-            .exchange(Method::PUT, &target, headers, data)
-            .await?;
-        expect(&answer, &[StatusCode::CREATED], "PUT blob")?;
+        put_into(session, location, blob).await?;
         Ok(None)
     })
     .await
 }
 
-/// Sends `blob` into the upload session at `location` with one `PUT` (not retried: the
-/// caller falls back to a session of its own).
+/// Sends `blob` into the upload session at `location` with one `PUT` (not retried here:
+/// [`upload`] retries with its `POST`, a session opened ahead falls back to asking first).
+/// The blob is read only now: one the registry has, or mounts, is never read (a cached
+/// layer is a file until then).
 async fn put_into(
     session: &Session,
     location: &str,

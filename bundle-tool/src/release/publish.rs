@@ -112,12 +112,10 @@ impl Registries {
             bundle.clone(),
         );
         let uploads = self.bundle_uploads.take();
-        self.bundle_blobs = Some(self.runtime.spawn(async move {
-            let mut opened = opened(uploads).await;
-            let pushed = client.push_blobs_into(&target, &image, &mut opened).await;
-            client.cancel_uploads(&target, opened).await;
-            pushed
-        }));
+        self.bundle_blobs = Some(
+            self.runtime
+                .spawn(async move { push_into_opened(&client, &target, &image, uploads).await }),
+        );
     }
 
     /// Pushes the bundle image, writes `staged` into the catalog folder, pushes the catalog
@@ -137,6 +135,7 @@ impl Registries {
         // loopback this takes a warm release's pushes from ~45 to ~30 ms (docs/benchmarks.md,
         // `release`).
         let early = self.bundle_blobs.take();
+        let bundle_uploads = self.bundle_uploads.take();
         let catalog_uploads = self.catalog_uploads.take();
         let send_blobs = || {
             self.runtime.block_on(async {
@@ -146,23 +145,13 @@ impl Registries {
                             .await
                             .unwrap_or_else(|e| Err(anyhow::anyhow!("sending the blobs: {e}"))),
                         None => {
-                            self.bundle_client
-                                .push_blobs(&self.bundle_target, bundle)
-                                .await
+                            let (client, target) = (&self.bundle_client, &self.bundle_target);
+                            push_into_opened(client, target, bundle, bundle_uploads).await
                         }
                     }
                 };
-                let catalog_blobs = async {
-                    let mut opened = opened(catalog_uploads).await;
-                    let pushed = self
-                        .catalog_client
-                        .push_blobs_into(&self.catalog_target, catalog, &mut opened)
-                        .await;
-                    self.catalog_client
-                        .cancel_uploads(&self.catalog_target, opened)
-                        .await;
-                    pushed
-                };
+                let (client, target) = (&self.catalog_client, &self.catalog_target);
+                let catalog_blobs = push_into_opened(client, target, catalog, catalog_uploads);
                 futures::join!(bundle_blobs, catalog_blobs)
             })
         };
@@ -292,6 +281,20 @@ impl Drop for Registries {
             .runtime
             .block_on(async { tokio::time::timeout(CANCEL_WAIT, cleanup).await });
     }
+}
+
+/// Pushes `image`'s blobs to `target`, the small ones into the sessions `uploads` opened,
+/// then cancels the sessions no blob took.
+async fn push_into_opened(
+    client: &RegistryClient,
+    target: &Reference,
+    image: &BuiltImage,
+    uploads: Option<UploadsOpening>,
+) -> anyhow::Result<BlobsPushed> {
+    let mut opened = opened(uploads).await;
+    let pushed = client.push_blobs_into(target, image, &mut opened).await;
+    client.cancel_uploads(target, opened).await;
+    pushed
 }
 
 /// The sessions an [`UploadsOpening`] opened (none if it was not started or failed).
