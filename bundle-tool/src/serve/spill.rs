@@ -70,6 +70,10 @@ impl SpillWriter {
                 ))
             })?,
         };
+        Self::to_file(file)
+    }
+
+    fn to_file(file: File) -> std::io::Result<Self> {
         Ok(SpillWriter {
             writer: BufWriter::with_capacity(1 << 20, file.try_clone()?),
             file,
@@ -188,15 +192,34 @@ impl SpillFile {
         }
     }
 
-    /// Appends the bytes of `first` and then of `second` to `out`, with one read when
-    /// `second` directly follows `first` in the file.
-    pub fn read_pair_into(
-        &self,
-        first: BlobRef,
-        second: BlobRef,
-        out: &mut Vec<u8>,
-    ) -> std::io::Result<()> {
-        self.read_all_into(&[first, second], out)
+    /// Writes the file back and drops its pages from the page cache, on a thread of its
+    /// own; from then on it is read with no read-ahead. For blobs read a few at a time (a
+    /// bundle's CSV metadata and manifests), which otherwise stay in the page cache from
+    /// their writing on and count against the memory cgroup of the registry pod: 14.3 of its
+    /// 23.4 MiB on the corpus catalogs merged. A file in memory (`memfd_create`) keeps its
+    /// pages.
+    ///
+    /// Written back first because dirty pages are not dropped; with `fdatasync`, which
+    /// overlayfs (a container's root) passes to the file below it as it passes `fadvise`.
+    /// Measured in the registry pod: 14.2 → 3.7 MiB of page cache (the ListBundles bases,
+    /// in a file of their own, and the CSV metadata of the channel heads packageserver
+    /// asks for).
+    pub fn drop_pages_once_written(self) -> Self {
+        let advise = |file: &File, advice| {
+            // SAFETY: plain advice on an open descriptor; offset 0 and length 0 mean the
+            // whole file.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) }
+        };
+        advise(&self.file, libc::POSIX_FADV_RANDOM);
+        if let Ok(file) = self.file.try_clone() {
+            std::thread::spawn(move || {
+                if let Err(error) = file.sync_data() {
+                    tracing::debug!(%error, "spill file not written back");
+                }
+                advise(&file, libc::POSIX_FADV_DONTNEED);
+            });
+        }
+        self
     }
 }
 
@@ -218,16 +241,79 @@ mod tests {
         file.read_into(a, &mut both).unwrap();
         file.read_into(b, &mut both).unwrap();
         assert_eq!(both, "firstzweite ✓".as_bytes());
-        let mut pair = b"x".to_vec();
-        file.read_pair_into(a, empty, &mut pair).unwrap();
-        file.read_pair_into(empty, b, &mut pair).unwrap();
-        file.read_pair_into(b, a, &mut pair).unwrap();
-        assert_eq!(pair, "xfirstzweite ✓zweite ✓first".as_bytes());
         let mut all = Vec::new();
         file.read_all_into(&[a, empty, b, a, b], &mut all).unwrap();
         assert_eq!(all, "firstzweite ✓firstzweite ✓".as_bytes());
         let later = file.append(b"later").unwrap();
         assert_eq!(file.read(later).unwrap(), b"later");
         assert_eq!(file.read(a).unwrap(), b"first");
+    }
+
+    /// How many of the file's pages are in the page cache.
+    fn resident_pages(file: &File) -> usize {
+        let len = file.metadata().unwrap().len() as usize;
+        let page = 4096;
+        // SAFETY: a read-only shared mapping of an open file, unmapped below; mincore writes
+        // one byte per page into a vector of that many bytes.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(map, libc::MAP_FAILED);
+            let mut pages = vec![0u8; len.div_ceil(page)];
+            assert_eq!(libc::mincore(map, len, pages.as_mut_ptr()), 0);
+            libc::munmap(map, len);
+            pages.iter().filter(|p| **p & 1 == 1).count()
+        }
+    }
+
+    #[test]
+    fn written_pages_leave_the_page_cache_and_blobs_still_read_back() {
+        // On disk, as in a registry pod (target/ rather than /tmp, which may be tmpfs,
+        // where pages cannot be dropped).
+        let dir = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")).unwrap();
+        let mut writer = SpillWriter::to_file(tempfile::tempfile_in(dir.path()).unwrap()).unwrap();
+        let blob: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+        let refs: Vec<BlobRef> = (0..4).map(|_| writer.append(&blob).unwrap()).collect();
+        let file = writer.finish().unwrap();
+        let written = resident_pages(&file.file);
+        assert!(
+            written >= 1000,
+            "{written} pages in the cache after writing 4 MiB"
+        );
+        let file = file.drop_pages_once_written();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let left = resident_pages(&file.file);
+            if left == 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{left} of {written} pages still in the page cache after 20 s (is {} on a file system that keeps pages, like tmpfs?)",
+                dir.path().display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Read back with no read-ahead: small reads one after the other (bundles stored
+        // side by side, asked for in turn) bring in their own pages only.
+        for page in 0..8 {
+            let mut small = Vec::new();
+            let at = BlobRef {
+                offset: (3 << 20) + page * 4096,
+                length: 4096,
+            };
+            file.read_into(at, &mut small).unwrap();
+            assert_eq!(small, blob[page as usize * 4096..][..4096]);
+        }
+        assert_eq!(resident_pages(&file.file), 8);
+        for r in refs {
+            assert_eq!(file.read(r).unwrap(), blob);
+        }
     }
 }

@@ -92,6 +92,7 @@ impl CatalogIndex {
 /// The index under construction, with what only the build needs.
 struct Builder {
     spill: SpillWriter,
+    bases: SpillWriter,
     index: IndexArrays,
     /// Each channel's package, for the listing's order.
     channel_packages: Vec<u32>,
@@ -109,6 +110,7 @@ impl Builder {
     fn new() -> Result<Self, IndexError> {
         Ok(Builder {
             spill: SpillWriter::new().map_err(IndexError::Spill)?,
+            bases: SpillWriter::new().map_err(IndexError::Spill)?,
             index: IndexArrays::default(),
             channel_packages: Vec::new(),
             api_positions: HashMap::new(),
@@ -334,7 +336,7 @@ impl Builder {
             },
         );
         let base = self
-            .spill
+            .bases
             .append(&self.scratch)
             .map_err(IndexError::Spill)?;
         let provides_start = position(self.index.provided.len())?;
@@ -391,7 +393,12 @@ impl Builder {
         arrays.apis.shrink_to_fit();
         arrays.listing.shrink_to_fit();
         Ok(CatalogIndex {
-            spill: self.spill.finish().map_err(IndexError::Spill)?,
+            spill: self
+                .spill
+                .finish()
+                .map_err(IndexError::Spill)?
+                .drop_pages_once_written(),
+            bases: self.bases.finish().map_err(IndexError::Spill)?,
             arrays,
             hot: HotBundles::new(answer_memory),
         })
