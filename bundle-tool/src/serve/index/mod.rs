@@ -93,7 +93,9 @@ pub struct ChannelMember {
 /// What a bundle is, whatever channel lists it.
 #[derive(Debug)]
 struct BundleRecord {
-    /// The API message without the channel's fields, `csvJson` and `object`, encoded.
+    /// The API message without the channel's fields, `csvJson` and `object`, encoded; in
+    /// the bases file, and for a CSV synthesized from metadata also in the spill file,
+    /// right after the synthesis input.
     base: BlobRef,
     /// Where `csvJson` comes from.
     csv: CsvSource,

@@ -105,15 +105,21 @@ impl CatalogIndex {
             }
             None => {
                 let mut head = Vec::with_capacity(record.base.len() + 256);
-                if let CsvSource::Metadata(blob) = &record.csv
-                    && sends_csv
-                    && record.synthesized_csv.get().is_none()
-                {
-                    input = Some(self.spill.read(*blob).ok()?);
+                match &record.csv {
+                    CsvSource::Metadata(blob)
+                        if sends_csv && record.synthesized_csv.get().is_none() =>
+                    {
+                        // The spill file has a copy of the base right after the synthesis
+                        // input: one read for both.
+                        self.spill
+                            .read_into(blob.followed_by(record.base)?, &mut head)
+                            .ok()?;
+                        input = Some(head.drain(..blob.len()).collect::<Vec<u8>>());
+                    }
+                    _ => self.bases.read_into(record.base, &mut head).ok()?,
                 }
-                self.bases.read_into(record.base, &mut head).ok()?;
                 if again {
-                    // Exactly sized: the buffer has room for the glue, and a kept
+                    // Exactly sized: the buffer was also the synthesis input's, and a kept
                     // `Bytes` holds its whole allocation.
                     let shared = Bytes::copy_from_slice(&head);
                     let mut answer = AnswerWriter::default();
