@@ -1,25 +1,28 @@
 //! The whole user path with OLM v0 running as pods on the real node, as a release job and a
-//! cluster admin walk it:
+//! cluster admin walk it, once with our catalog image and once, as the oracle, with an image
+//! built around opm (`walk`):
 //!
 //! 1. `bundle-tool release` publishes 0.1.0, 0.2.0 and 0.3.0 from a clean copy of the repo
 //!    (its catalog emptied) to the cluster registry;
 //! 2. `olm/catalogsource.yaml` (spec.image) gets a registry pod that OLM's own probes make
-//!    Ready, and `kubectl get packagemanifests` (packageserver reading our server) lists the
+//!    Ready, and `kubectl get packagemanifests` (packageserver reading the server) lists the
 //!    package with its channels and the head CSV's description;
-//! 3. and 6. `olm/subscription-manual.yaml` waits for approval and installs nothing until it is
-//!    approved; then 0.1.0 is installed, its operator pod runs and reconciles the sample
-//!    RedisCluster to Ready with real Redis pods; a v1alpha1 read goes through the conversion
-//!    webhook on the certificate OLM manages;
+//! 3. and 6. `olm/subscription-manual.yaml` (candidate-v0, from 0.1.0) waits for approval and
+//!    installs nothing until it is approved; then 0.1.0 is installed, its operator pod runs
+//!    and reconciles the sample RedisCluster to Ready with real Redis pods (replicating, asked
+//!    over the pod network); a v1alpha1 read goes through the conversion webhook on the
+//!    certificate OLM manages;
 //! 4. and 5. with `olm/subscription.yaml` (Automatic, stable-v0), releasing 0.2.0 to
 //!    candidate-v0 only reaches the cluster by registry polling but does not upgrade; switching
 //!    the Subscription to candidate-v0 upgrades along that channel; releasing 0.3.0 is picked
-//!    up by polling and upgrades again;
-//! 7. the bundles came by `bundlePath` (unpack Jobs pulled the bundle images); then
-//!    `olm/catalogsource-served.yaml` serves them inline and an install needs no unpack Job;
-//! 8. a catalog image built around opm (the oracle) gives the same package manifest and
-//!    installs the same; and `olm/catalogsource-extract-content.yaml` (OLM copies `/configs`
-//!    out of our image and serves it with its opm) gives the same package manifest;
-//! 9. deleting the Subscription and the CSV removes the operator's objects.
+//!    up by polling and upgrades again, and the new operator reconciles a change to the sample;
+//! 7. the bundles came by `bundlePath` (a watch sees the unpack Job pull the bundle image);
+//!    then `olm/catalogsource-served.yaml` serves them inline and an install makes no Job;
+//! 8. the opm-based image walks 1-6 and 9 the same and ends with the same package manifest;
+//!    and `olm/catalogsource-extract-content.yaml` (OLM copies `/configs` out of our image and
+//!    serves it with its opm) gives the same package manifest;
+//! 9. deleting the Subscription and the CSV removes the operator's objects (found before,
+//!    gone after).
 //!
 //! The files in `olm/` are applied as written. The images they and the bundles name
 //! (`quay.io/example/...`, `docker.io/library/redis`) are pushed to the cluster registry,
@@ -32,10 +35,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::{Context as _, ensure};
+use e2e::ControlPlane;
 use e2e::node::RealNode;
 use e2e::olm_on_node::{OLM_NAMESPACE, OlmOnNode, olm_resource};
-use e2e::{ControlPlane, eventually};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{
@@ -88,13 +91,14 @@ impl Cluster {
         self.api("v1alpha1", "CatalogSource", "catalogsources", OLM_NAMESPACE)
     }
 
-    /// Every object of a core or RBAC `kind`, in `namespace` or cluster-wide.
+    /// Every object of a core (ServiceAccount, Service, Secret) or RBAC `kind`, in
+    /// `namespace` or cluster-wide.
     async fn list_kind(
         &self,
         kind: &str,
         namespace: Option<&str>,
     ) -> anyhow::Result<Vec<DynamicObject>> {
-        let (group, version) = if kind == "ServiceAccount" {
+        let (group, version) = if matches!(kind, "ServiceAccount" | "Service" | "Secret") {
             ("", "v1")
         } else {
             ("rbac.authorization.k8s.io", "v1")
@@ -295,9 +299,118 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     };
     push_workload_images(node).await?;
 
+    // 1-6 and 9 with our catalog image.
+    let ours = walk(&cluster, CatalogServer::BundleTool).await?;
+
+    // 7. The served catalog, bundles inline: installs with no unpack Job.
+    cluster
+        .delete_catalog_source("redis-operator-catalog", "the image CatalogSource gone")
+        .await?;
+    cluster.apply("catalogsource-served.yaml").await?;
+    cluster
+        .wait(180, "the served CatalogSource READY", || async {
+            let source = cluster
+                .catalog_sources()
+                .get("redis-operator-catalog")
+                .await?;
+            Ok((source.data["spec"]["address"].is_string()
+                && source.data["status"]["connectionState"]["lastObservedState"] == "READY")
+                .then_some(()))
+        })
+        .await?;
+    let jobs = JobWatch::start(&cluster.client).await?;
+    cluster.apply("subscription.yaml").await?;
+    cluster
+        .wait_csv_succeeded("redis-operator.v0.3.0", 300)
+        .await?;
+    let seen = jobs.seen();
+    ensure!(
+        seen.is_empty(),
+        "an unpack Job ran for inline bundles: {}",
+        describe_jobs(&seen)
+    );
+    uninstall(&cluster, "redis-operator.v0.3.0").await?;
+    cluster
+        .delete_catalog_source("redis-operator-catalog", "the served CatalogSource gone")
+        .await?;
+
+    // 8. The oracle: the same steps, the catalog image built around opm under the same name.
+    let theirs = walk(&cluster, CatalogServer::Opm).await?;
+    ensure!(
+        comparable_channels(&ours) == comparable_channels(&theirs),
+        "opm's catalog image gives another package manifest:\nours {:#}\nopm's {:#}",
+        ours["status"],
+        theirs["status"]
+    );
+    Ok(())
+}
+
+/// What serves the catalog in the registry pod OLM makes for `olm/catalogsource.yaml`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum CatalogServer {
+    /// The catalog image `bundle-tool release` pushes.
+    BundleTool,
+    /// An image built around opm, as `opm generate dockerfile` describes it, of the catalog
+    /// each release wrote (the release's own catalog image goes to another name).
+    Opm,
+}
+
+/// Where the release's own catalog image goes in the opm walk, so that OLM's registry polling
+/// only ever sees opm's image under the name `olm/catalogsource.yaml` gives.
+const SET_ASIDE_CATALOG_IMAGE: &str = "quay.io/example/redis-operator-catalog-set-aside:latest";
+
+/// Releases `version` with `bundle-tool release` and puts the catalog image that `server`
+/// makes under the name OLM polls; returns the release's summary.
+async fn publish(
+    cluster: &Cluster,
+    checkout: &Checkout,
+    server: CatalogServer,
+    version: &str,
+    channels: &str,
+) -> anyhow::Result<Value> {
+    match server {
+        CatalogServer::BundleTool => checkout.release(cluster.node, version, channels),
+        CatalogServer::Opm => {
+            let summary =
+                checkout.release_to(cluster.node, version, channels, SET_ASIDE_CATALOG_IMAGE)?;
+            let image = e2e::olm_on_node::opm_catalog_image(
+                &e2e::assets::Assets::locate()?,
+                &checkout.root().join("catalog"),
+            )?;
+            cluster.node.push_as(CATALOG_IMAGE, &image).await?;
+            Ok(summary)
+        }
+    }
+}
+
+/// The user's path with the catalog served by `server`, from an empty catalog to an
+/// uninstall; returns the package manifest of the last release (0.3.0 heading both channels).
+///
+/// 1. 0.1.0 released into both channels;
+/// 2. `olm/catalogsource.yaml`'s registry pod Ready by OLM's probes, the CatalogSource READY,
+///    `kubectl get packagemanifests` listing the package, its heads and description;
+/// 3. and 6. `olm/subscription-manual.yaml` (candidate-v0 from 0.1.0) waits for approval and
+///    installs nothing until approved; then an unpack Job pulls the bundle image (bundlePath,
+///    point 7) and 0.1.0 runs the sample with real Redis;
+/// 4. and 5. `olm/subscription.yaml` (Automatic, stable-v0): 0.2.0 released to candidate-v0
+///    only reaches the cluster by polling and does not upgrade; switching to candidate-v0,
+///    whose head is newer, upgrades along its edges; 0.3.0 released to both is picked up by
+///    polling and upgrades again; the new operator reconciles a change to the sample;
+/// 9. deleting the Subscription and the CSV removes the operator's objects.
+async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value> {
+    let node = cluster.node;
+    println!("--- the user's path with the catalog served by {server:?} ---");
+
     // 1. The first release, from a clean checkout.
     let checkout = Checkout::new()?;
-    let first = checkout.release(node, "0.1.0", "candidate-v0,stable-v0")?;
+    let first = publish(
+        cluster,
+        &checkout,
+        server,
+        "0.1.0",
+        "candidate-v0,stable-v0",
+    )
+    .await?;
     ensure!(
         first["changed"] == true,
         "the first release changed nothing: {first}"
@@ -310,7 +423,7 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         .wait_catalog_source_ready("redis-operator-catalog", "the CatalogSource READY")
         .await?;
     println!(
-        "CatalogSource applied → READY: {:.1} s",
+        "{server:?}: CatalogSource applied → READY: {:.1} s",
         source_started.elapsed().as_secs_f64()
     );
     // packageserver reads the registry pod on its own schedule, after the CatalogSource turns
@@ -346,12 +459,18 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
         description.contains("The Redis operator runs Redis as `RedisCluster` resources"),
         "the head CSV's description is not served: {description:?}"
     );
-    assert_registry_pod_is_restricted(&cluster).await?;
-    check_extract_content(&cluster, &manifest).await?;
+    assert_registry_pod_is_restricted(cluster).await?;
+    if server == CatalogServer::BundleTool {
+        check_extract_content(cluster, &manifest).await?;
+    }
 
     // 3 and 6. Manual approval: nothing is installed until the plan is approved.
-    node.namespace(&cluster.client, NAMESPACE).await?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster.client.clone());
+    if namespaces.get_opt(NAMESPACE).await?.is_none() {
+        node.namespace(&cluster.client, NAMESPACE).await?;
+    }
     cluster.apply("operatorgroup.yaml").await?;
+    let jobs = JobWatch::start(&cluster.client).await?;
     cluster.apply("subscription-manual.yaml").await?;
     cluster
         .wait(180, "an InstallPlan waiting for approval", || async {
@@ -362,16 +481,25 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
                 .then_some(()))
         })
         .await?;
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    ensure!(
-        cluster.csv_phase("redis-operator.v0.1.0").await?.is_none(),
-        "a CSV exists before the InstallPlan was approved"
-    );
+    // Nothing of the operator appears while the plan waits (10 reads over 10 s).
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
-    ensure!(
-        deployments.get_opt("redis-operator").await?.is_none(),
-        "the operator's Deployment exists before the InstallPlan was approved"
-    );
+    for _ in 0..10 {
+        let csvs = cluster.csvs().list(&ListParams::default()).await?.items;
+        ensure!(
+            csvs.is_empty(),
+            "a CSV exists before the InstallPlan was approved: {:?}",
+            csvs.iter().map(|c| &c.metadata.name).collect::<Vec<_>>()
+        );
+        ensure!(
+            deployments
+                .list(&ListParams::default())
+                .await?
+                .items
+                .is_empty(),
+            "a Deployment exists before the InstallPlan was approved"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     ensure!(
         cluster.approve_waiting_plans().await? == 1,
         "no plan to approve"
@@ -379,11 +507,16 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     cluster
         .wait_csv_succeeded("redis-operator.v0.1.0", 300)
         .await?;
-    let unpack_jobs: Api<Job> = Api::namespaced(cluster.client.clone(), OLM_NAMESPACE);
-    let jobs = unpack_jobs.list(&ListParams::default()).await?.items;
+    // 7. The bundle came by bundlePath: an unpack Job pulled its image and finished.
+    let unpacked = jobs.seen();
     ensure!(
-        !jobs.is_empty(),
-        "no bundle unpack Job ran: the bundles were not served by bundlePath"
+        unpacked.iter().any(|job| job.succeeded
+            && job
+                .images
+                .iter()
+                .any(|image| image.contains("redis-operator-bundle:v0.1.0"))),
+        "no unpack Job pulled the 0.1.0 bundle image: the bundles were not served by bundlePath (Jobs seen: {})",
+        describe_jobs(&unpacked)
     );
     olm_release::check_operator_reconciles_real_redis(cluster.node, &cluster.client, &|| {
         cluster.describe()
@@ -392,7 +525,7 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
 
     // 4 and 5. Automatic approval on stable-v0 (the file as written), then releases.
     cluster.apply("subscription.yaml").await?;
-    checkout.release(node, "0.2.0", "candidate-v0")?;
+    publish(cluster, &checkout, server, "0.2.0", "candidate-v0").await?;
     cluster
         .wait_heads(
             &[
@@ -429,11 +562,18 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
                 .then_some(()))
         })
         .await?;
-    let third = checkout.release(node, "0.3.0", "candidate-v0,stable-v0")?;
+    let third = publish(
+        cluster,
+        &checkout,
+        server,
+        "0.3.0",
+        "candidate-v0,stable-v0",
+    )
+    .await?;
     cluster
         .wait_csv_succeeded("redis-operator.v0.3.0", 300)
         .await?;
-    let ours = cluster
+    let last = cluster
         .wait_heads(
             &[
                 ("candidate-v0", "redis-operator.v0.3.0"),
@@ -448,113 +588,134 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     .await?;
     compare_channels_with_committed_catalog(&checkout, &third)?;
 
-    // 9. Uninstall.
-    uninstall(&cluster, "redis-operator.v0.3.0").await?;
+    // 9. Uninstall, and the CatalogSource goes (the next part applies its own).
+    uninstall(cluster, "redis-operator.v0.3.0").await?;
+    if server == CatalogServer::Opm {
+        cluster
+            .delete_catalog_source("redis-operator-catalog", "the opm CatalogSource gone")
+            .await?;
+    }
+    Ok(last)
+}
 
-    // 7. The served catalog, bundles inline: installs with no unpack Job.
-    // OLM deletes finished unpack Jobs in time: what counts is that no new one appears.
-    let job_uids = |jobs: Vec<Job>| -> std::collections::BTreeSet<String> {
-        jobs.into_iter().filter_map(|j| j.metadata.uid).collect()
-    };
-    let jobs_before = job_uids(unpack_jobs.list(&ListParams::default()).await?.items);
-    cluster
-        .delete_catalog_source("redis-operator-catalog", "the image CatalogSource gone")
-        .await?;
-    cluster.apply("catalogsource-served.yaml").await?;
-    cluster
-        .wait(180, "the served CatalogSource READY", || async {
-            let source = cluster
-                .catalog_sources()
-                .get("redis-operator-catalog")
-                .await?;
-            Ok((source.data["spec"]["address"].is_string()
-                && source.data["status"]["connectionState"]["lastObservedState"] == "READY")
-                .then_some(()))
-        })
-        .await?;
-    cluster.apply("subscription.yaml").await?;
-    cluster
-        .wait_csv_succeeded("redis-operator.v0.3.0", 300)
-        .await?;
-    let new_jobs: Vec<String> = unpack_jobs
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|job| {
-            job.metadata
-                .uid
-                .as_ref()
-                .is_some_and(|uid| !jobs_before.contains(uid))
-        })
+/// An unpack Job seen by a [`JobWatch`].
+#[derive(Clone)]
+struct SeenJob {
+    name: String,
+    /// Its containers' and init containers' images (the bundle image is its pull step's).
+    images: Vec<String>,
+    /// Whether it was seen finished successfully.
+    succeeded: bool,
+}
+
+/// Each Job's name, images and outcome, for failure messages.
+fn describe_jobs(jobs: &[SeenJob]) -> String {
+    let described: Vec<String> = jobs
+        .iter()
         .map(|job| {
-            // The bundle image it unpacks is its pull container's image.
-            let images: Vec<String> = job
-                .spec
-                .and_then(|spec| spec.template.spec)
-                .map(|spec| {
-                    spec.init_containers
-                        .unwrap_or_default()
-                        .into_iter()
-                        .chain(spec.containers)
-                        .filter_map(|c| c.image)
-                        .collect()
-                })
-                .unwrap_or_default();
-            format!("{} {images:?}", job.metadata.name.unwrap_or_default())
+            let outcome = if job.succeeded {
+                "succeeded"
+            } else {
+                "not finished"
+            };
+            format!("{} {:?} {outcome}", job.name, job.images)
         })
         .collect();
-    ensure!(
-        new_jobs.is_empty(),
-        "an unpack Job ran for inline bundles: {new_jobs:?}"
-    );
-    uninstall(&cluster, "redis-operator.v0.3.0").await?;
+    format!("[{}]", described.join(", "))
+}
 
-    // 8. The oracle: the same catalog in an image built around opm, under the same name.
-    cluster
-        .delete_catalog_source("redis-operator-catalog", "the served CatalogSource gone")
-        .await?;
-    let opm_image = e2e::olm_on_node::opm_catalog_image(
-        &e2e::assets::Assets::locate()?,
-        &checkout.root().join("catalog"),
-    )?;
-    node.push_as(CATALOG_IMAGE, &opm_image).await?;
-    let opm_started = Instant::now();
-    cluster.apply("catalogsource.yaml").await?;
-    cluster
-        .wait_catalog_source_ready(
-            "redis-operator-catalog",
-            "the opm-based CatalogSource READY",
-        )
-        .await?;
-    println!(
-        "opm-based catalog image: CatalogSource applied → READY: {:.1} s",
-        opm_started.elapsed().as_secs_f64()
-    );
-    let want = comparable_channels(&ours);
-    let same = eventually(
-        Duration::from_secs(60),
-        "the opm-based package manifest",
-        || async {
-            let manifest = cluster.package_manifest().await?;
-            Ok(manifest.filter(|m| comparable_channels(m) == want))
-        },
-    )
-    .await;
-    if same.is_err() {
-        let now = cluster.package_manifest().await?;
-        bail!(
-            "opm's catalog image gives another package manifest:\nours {:#}\nopm's {:#}",
-            ours["status"],
-            now.map(|m| m["status"].clone()).unwrap_or_default()
-        );
+/// The Jobs created in OLM's namespace after [`start`](Self::start), seen by a watch: OLM
+/// deletes finished unpack Jobs, so a list read afterwards can miss one.
+struct JobWatch {
+    seen: std::sync::Arc<std::sync::Mutex<BTreeMap<String, SeenJob>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl JobWatch {
+    /// Starts watching; returns once the watch has listed the Jobs that exist now (those do
+    /// not count).
+    async fn start(client: &kube::Client) -> anyhow::Result<JobWatch> {
+        use futures::StreamExt as _;
+        use kube::runtime::watcher::{self, Event};
+        let api: Api<Job> = Api::namespaced(client.clone(), OLM_NAMESPACE);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        let (listed, listed_now) = tokio::sync::oneshot::channel();
+        let record = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut listed = Some(listed);
+            let mut existing = std::collections::BTreeSet::new();
+            let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
+            while let Some(event) = stream.next().await {
+                let job = match event {
+                    Ok(Event::InitApply(job)) if listed.is_some() => {
+                        existing.extend(job.metadata.uid.clone());
+                        continue;
+                    }
+                    Ok(Event::InitDone) => {
+                        if let Some(listed) = listed.take() {
+                            let _ = listed.send(());
+                        }
+                        continue;
+                    }
+                    Ok(Event::Apply(job) | Event::InitApply(job) | Event::Delete(job)) => job,
+                    Ok(Event::Init) => continue,
+                    // The watcher retries by itself; a pause keeps a failing watch from spinning.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                };
+                let Some(uid) = job.metadata.uid.clone() else {
+                    continue;
+                };
+                if existing.contains(&uid) {
+                    continue;
+                }
+                let images = job
+                    .spec
+                    .as_ref()
+                    .and_then(|spec| spec.template.spec.as_ref())
+                    .map(|spec| {
+                        spec.init_containers
+                            .iter()
+                            .flatten()
+                            .chain(&spec.containers)
+                            .filter_map(|c| c.image.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let succeeded = job
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.succeeded)
+                    .is_some_and(|n| n > 0);
+                let mut seen = record.lock().expect("no panics holding it");
+                let entry = seen.entry(uid).or_insert(SeenJob {
+                    name: job.metadata.name.clone().unwrap_or_default(),
+                    images,
+                    succeeded: false,
+                });
+                entry.succeeded |= succeeded;
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(30), listed_now)
+            .await
+            .context("the Job watch did not list within 30 s")?
+            .context("the Job watch stopped")?;
+        Ok(JobWatch { seen, task })
     }
-    cluster.apply("subscription.yaml").await?;
-    cluster
-        .wait_csv_succeeded("redis-operator.v0.3.0", 300)
-        .await?;
-    uninstall(&cluster, "redis-operator.v0.3.0").await?;
-    Ok(())
+
+    /// The Jobs seen so far, each once.
+    fn seen(&self) -> Vec<SeenJob> {
+        let seen = self.seen.lock().expect("no panics holding it");
+        seen.values().cloned().collect()
+    }
+}
+
+impl Drop for JobWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// Each channel's head CSV in a package manifest.
@@ -721,6 +882,16 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
     // existing RedisClusters to check them against the CRD, the list needs that webhook,
     // which no Service answers, and the plan never gets to the RBAC the CSV waits for
     // ("no owned roles found"). With no custom resources the list needs no conversion.
+    // What must go: found now, so that an empty list afterwards means removed, not never made.
+    let made = owned_by_csv(cluster, csv).await?;
+    ensure!(
+        made.iter().any(|o| o.starts_with("ServiceAccount/"))
+            && made
+                .iter()
+                .any(|o| o.starts_with("Role/") || o.starts_with("ClusterRole/")),
+        "OLM made no ServiceAccount or RBAC for {csv} that an uninstall could remove: {made:?}"
+    );
+    println!("made for {csv}: {made:?}");
     let samples: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster.client.clone());
     if samples.get_opt(SAMPLE_NAMESPACE).await?.is_some() {
         samples
@@ -777,7 +948,36 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
     // install that starts before that finds the old Role still there, takes it as its own, and
     // then loses it to the collector: the new CSV stays Pending with "no owned roles found"
     // (seen once in CI). A user re-installing waits for the same.
-    let owned_by_csv = |object: &DynamicObject| {
+    cluster
+        .wait(
+            180,
+            "the InstallPlans and the CSV's ServiceAccount, RBAC, Services and Secrets gone",
+            || async {
+                let mut left = owned_by_csv(cluster, csv).await?;
+                left.extend(
+                    cluster
+                        .plans()
+                        .list(&ListParams::default())
+                        .await?
+                        .items
+                        .iter()
+                        .map(|plan| {
+                            format!(
+                                "InstallPlan/{}",
+                                plan.metadata.name.as_deref().unwrap_or("")
+                            )
+                        }),
+                );
+                Ok(left.is_empty().then_some(()))
+            },
+        )
+        .await
+}
+
+/// The objects OLM made for the CSV `csv` (its owner reference or `olm.owner` label): its
+/// ServiceAccount, RBAC, and the webhook Service and certificate Secret, as `Kind/name`.
+async fn owned_by_csv(cluster: &Cluster, csv: &str) -> anyhow::Result<Vec<String>> {
+    let owned = |object: &DynamicObject| {
         let owner_ref = object
             .metadata
             .owner_references
@@ -792,44 +992,27 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
             .is_some_and(|owner| owner == csv);
         owner_ref || owner_label
     };
-    cluster
-        .wait(
-            180,
-            "the InstallPlans and the CSV's ServiceAccount and RBAC gone",
-            || async {
-                let mut left: Vec<String> = cluster
-                    .plans()
-                    .list(&ListParams::default())
-                    .await?
-                    .items
-                    .iter()
-                    .map(|plan| {
-                        format!(
-                            "InstallPlan/{}",
-                            plan.metadata.name.as_deref().unwrap_or("")
-                        )
-                    })
-                    .collect();
-                for (kind, namespaced) in [
-                    ("ServiceAccount", true),
-                    ("Role", true),
-                    ("RoleBinding", true),
-                    ("ClusterRole", false),
-                    ("ClusterRoleBinding", false),
-                ] {
-                    let objects = cluster
-                        .list_kind(kind, namespaced.then_some(NAMESPACE))
-                        .await?;
-                    left.extend(objects.iter().filter(|object| owned_by_csv(object)).map(
-                        |object| {
-                            format!("{kind}/{}", object.metadata.name.as_deref().unwrap_or(""))
-                        },
-                    ));
-                }
-                Ok(left.is_empty().then_some(()))
-            },
-        )
-        .await
+    let mut found = Vec::new();
+    for (kind, namespaced) in [
+        ("ServiceAccount", true),
+        ("Service", true),
+        ("Secret", true),
+        ("Role", true),
+        ("RoleBinding", true),
+        ("ClusterRole", false),
+        ("ClusterRoleBinding", false),
+    ] {
+        let objects = cluster
+            .list_kind(kind, namespaced.then_some(NAMESPACE))
+            .await?;
+        found.extend(
+            objects
+                .iter()
+                .filter(|object| owned(object))
+                .map(|object| format!("{kind}/{}", object.metadata.name.as_deref().unwrap_or(""))),
+        );
+    }
+    Ok(found)
 }
 
 /// The released catalog's channels are the committed catalog's: the same entries and edges.

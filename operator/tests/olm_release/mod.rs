@@ -11,8 +11,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use e2e::node::{RealNode, mirror_path};
-use kube::api::Api;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
 use redis_operator::api::v1::RedisCluster;
+use redis_operator::redis::Role;
 use serde_json::{Value, json};
 
 use crate::real;
@@ -24,6 +28,9 @@ pub const SAMPLE_NAMESPACE: &str = "redis-olm-sample";
 pub const CATALOG_IMAGE: &str = "quay.io/example/redis-operator-catalog:latest";
 pub const OPERATOR_IMAGE: &str = "quay.io/example/redis-operator:0.1.0";
 pub const EXPORTER_IMAGE: &str = "quay.io/oliver006/redis_exporter:v1.62.0";
+
+/// The `SOURCE_DATE_EPOCH` of the test's releases (2025-11-30 00:00 UTC).
+const RELEASE_DATE_EPOCH: &str = "1764460800";
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -76,9 +83,21 @@ impl Checkout {
         self.dir.path()
     }
 
-    /// `bundle-tool release` of `version` into `channels`, pushed to the cluster registry;
-    /// returns its JSON summary.
+    /// `bundle-tool release` of `version` into `channels`, pushed to the cluster registry
+    /// (the catalog image under the name `olm/` gives it); returns its JSON summary.
     pub fn release(&self, node: &RealNode, version: &str, channels: &str) -> anyhow::Result<Value> {
+        self.release_to(node, version, channels, CATALOG_IMAGE)
+    }
+
+    /// [`release`](Self::release) with the catalog image pushed under `catalog_image` (a
+    /// name of a registry the cluster mirrors).
+    pub fn release_to(
+        &self,
+        node: &RealNode,
+        version: &str,
+        channels: &str,
+        catalog_image: &str,
+    ) -> anyhow::Result<Value> {
         let registry = node.registry();
         let started = Instant::now();
         let output = Command::new(e2e::bundle_tool_binary())
@@ -100,9 +119,13 @@ impl Checkout {
             ))
             .arg(format!(
                 "--catalog-image={registry}/{}",
-                mirror_path(CATALOG_IMAGE)?
+                mirror_path(catalog_image)?
             ))
             .args(["--push", "--plain-http", "-o", "json"])
+            // createdAt pinned, as a reproducible release job pins it: the OLM v0 test releases
+            // each version twice (for our catalog image and for opm's), and the two must be
+            // the same bundles for their package manifests to compare equal.
+            .env("SOURCE_DATE_EPOCH", RELEASE_DATE_EPOCH)
             .output()?;
         ensure!(
             output.status.success(),
@@ -198,16 +221,40 @@ where
 }
 
 /// The installed operator's pod runs and reconciles the sample RedisCluster to Ready with
-/// real Redis pods; a v1alpha1 read converts through the conversion webhook, on the
-/// certificate the installing OLM manages.
+/// real Redis pods (one primary, the rest replicating from it, asked over the pod network);
+/// a v1alpha1 read converts through the conversion webhook, on the certificate the installing
+/// OLM manages (the CRD's caBundle: the operator cannot write CRDs).
+///
+/// The first call creates the sample with 3 replicas. A later one (after an upgrade) waits
+/// until the operator's Deployment has rolled out, then adds a replica:
+/// only an operator that runs after the upgrade can bring the status to the new generation,
+/// so a status left over from the old operator does not pass.
 pub async fn check_operator_reconciles_real_redis(
     node: &RealNode,
     client: &kube::Client,
     describe: &dyn Fn() -> String,
 ) -> anyhow::Result<()> {
     let ns = SAMPLE_NAMESPACE;
-    if node.kubectl(&["get", "namespace", ns])?.status.success() {
-        // Already running from an earlier version: the new operator takes it over.
+    let clusters: Api<RedisCluster> = Api::namespaced(client.clone(), ns);
+    let replicas = if node.kubectl(&["get", "namespace", ns])?.status.success() {
+        wait_for(
+            node,
+            describe,
+            180,
+            "the operator's Deployment rolled out",
+            || operator_rolled_out(client),
+        )
+        .await?;
+        // Up, not down: a scale-down could remove the primary and test a failover instead.
+        let replicas = clusters.get("my-redis").await?.spec.replicas + 1;
+        clusters
+            .patch(
+                "my-redis",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await?;
+        replicas
     } else {
         node.namespace(client, ns).await?;
         let sample = std::fs::read_to_string(
@@ -216,20 +263,40 @@ pub async fn check_operator_reconciles_real_redis(
         let mut sample: Value = serde_saphyr::from_str(&sample)?;
         sample["metadata"]["namespace"] = json!(ns);
         e2e::apply_objects(client, &[sample]).await?;
-    }
-    let clusters: Api<RedisCluster> = Api::namespaced(client.clone(), ns);
+        3
+    };
     wait_for(
         node,
         describe,
         300,
-        "the sample RedisCluster Ready with real Redis",
+        &format!("the sample RedisCluster Ready with {replicas} real Redis pods"),
         || async {
             let c = clusters.get("my-redis").await?;
-            let replicas = c.spec.replicas;
             Ok(real::is_running(&c, replicas).then_some(()))
         },
     )
     .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        node,
+        describe,
+        60,
+        "Redis answering on every pod: one primary, the others replicating from it",
+        || async { Ok(replication_of(&pods, replicas).await?.then_some(())) },
+    )
+    .await?;
+    let crd: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crd.get("redisclusters.cache.example.com").await?;
+    let ca_bundle = crd
+        .spec
+        .conversion
+        .and_then(|c| c.webhook)
+        .and_then(|w| w.client_config)
+        .and_then(|c| c.ca_bundle);
+    ensure!(
+        ca_bundle.is_some_and(|ca| !ca.0.is_empty()),
+        "the CRD's conversion webhook has no caBundle: OLM did not wire its certificate"
+    );
     // After an upgrade the new bundle's CRD may for a moment name a Service or CA that is not
     // yet the one serving: conversion works once OLM has wired both.
     let output = wait_for(
@@ -266,4 +333,52 @@ pub async fn check_operator_reconciles_real_redis(
         old["apiVersion"]
     );
     Ok(())
+}
+
+/// Whether the Deployment `redis-operator` of the operator's namespace has rolled out: every
+/// pod is of its newest template and available (what `kubectl rollout status` waits for).
+async fn operator_rolled_out(client: &kube::Client) -> anyhow::Result<Option<()>> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "redis-operator");
+    let Some(deployment) = deployments.get_opt("redis-operator").await? else {
+        return Ok(None);
+    };
+    let wanted = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let Some(status) = deployment.status else {
+        return Ok(None);
+    };
+    Ok(
+        (status.observed_generation >= deployment.metadata.generation
+            && status.updated_replicas == Some(wanted)
+            && status.replicas == Some(wanted)
+            && status.available_replicas == Some(wanted))
+        .then_some(()),
+    )
+}
+
+/// Whether the `replicas` Redis pods of the sample answer as one primary with
+/// `replicas - 1` connected replicas, each replica's link to it up.
+async fn replication_of(pods: &Api<Pod>, replicas: i32) -> anyhow::Result<bool> {
+    let mut primaries = Vec::new();
+    let mut replicating = 0;
+    for index in 0..replicas {
+        let name = format!("my-redis-{index}");
+        let Ok(address) = real::pod_address(pods, &name).await else {
+            return Ok(false);
+        };
+        let Ok(info) = real::replication(address, real::NO_AUTH).await else {
+            return Ok(false);
+        };
+        match info.role {
+            Role::Primary => primaries.push((name, info.connected_replicas)),
+            Role::Replica { link_up: true, .. } => replicating += 1,
+            Role::Replica { .. } => return Ok(false),
+        }
+    }
+    Ok(primaries.len() == 1
+        && primaries[0].1 == (replicas - 1) as u32
+        && replicating == replicas - 1)
 }
