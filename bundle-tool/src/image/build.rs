@@ -191,10 +191,10 @@ pub(super) fn assemble(tar: Vec<u8>, config: Value) -> std::io::Result<BuiltImag
 /// The gzip level of every layer but the catalog image's server layer.
 const LAYER_LEVEL: u32 = 6;
 
-/// The gzip level of the catalog image's server layer (see [`gzip_members`]).
+/// The gzip level of the catalog image's server layer (see [`gzip_server_layer`]).
 const SERVER_LAYER_LEVEL: u32 = 2;
 
-/// `bytes` as one gzip member, compressed the pinned way: gzip level 6 and the miniz_oxide
+/// `bytes` as one gzip member, compressed the pinned way: [`LAYER_LEVEL`] and the miniz_oxide
 /// backend (the default) with mtime 0 make the compressed bytes, and so the layer digest, the
 /// same on every machine. A layer may be several members one after the other (RFC 1952 §2.2;
 /// every gzip reader of the image tools reads them as one stream).
@@ -211,7 +211,7 @@ fn gzip_member_at(bytes: &[u8], level: u32) -> std::io::Result<Vec<u8>> {
     encoder.finish()
 }
 
-/// How many uncompressed bytes each gzip member of a [`gzip_members`] layer holds. Part of
+/// How many uncompressed bytes each gzip member of a [`gzip_server_layer`] layer holds. Part of
 /// the layer cache's keys: another value makes other bytes of the same layer.
 pub(super) const MEMBER_BYTES: usize = 4 << 20;
 
@@ -227,7 +227,7 @@ pub(super) const MEMBER_BYTES: usize = 4 << 20;
 /// CPU seconds on one core, miniz_oxide), level 6 took 1.61 s for 10.86 MB, level 2 0.39 s for
 /// 11.70 MB (+7.7 %), level 1 0.20 s for 13.14 MB (+21 %). A registry keeps the layer once per
 /// server build, and a node pulls it once.
-pub(super) fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(super) fn gzip_server_layer(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     if bytes.len() <= MEMBER_BYTES {
         return gzip_member_at(bytes, SERVER_LAYER_LEVEL);
     }
@@ -311,7 +311,7 @@ mod tests {
             bytes.extend_from_slice(&state.to_le_bytes());
             bytes.extend_from_slice(b"kind: CustomResourceDefinition\n");
         }
-        let members = gzip_members(&bytes).unwrap();
+        let members = gzip_server_layer(&bytes).unwrap();
         let mut expected = Vec::new();
         for chunk in bytes.chunks(MEMBER_BYTES) {
             expected.extend_from_slice(&gzip_member_at(chunk, SERVER_LAYER_LEVEL).unwrap());
@@ -327,11 +327,11 @@ mod tests {
         assert_eq!(back, bytes);
         let small = b"a small layer".to_vec();
         assert_eq!(
-            gzip_members(&small).unwrap(),
+            gzip_server_layer(&small).unwrap(),
             gzip_member_at(&small, SERVER_LAYER_LEVEL).unwrap()
         );
         assert_ne!(
-            gzip_members(&bytes[..MEMBER_BYTES]).unwrap(),
+            gzip_server_layer(&bytes[..MEMBER_BYTES]).unwrap(),
             gzip_member(&bytes[..MEMBER_BYTES]).unwrap(),
             "the server layer has a level of its own"
         );

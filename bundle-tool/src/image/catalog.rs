@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::Blob;
-use super::build::{assemble_compressed, gzip_member, gzip_members};
+use super::build::{assemble_compressed, gzip_member, gzip_server_layer};
 use super::layer_cache::LayerCache;
 use super::rootfs::{
     ContainerConfig, RootfsEntry, TAR_END, entries_identity, image_config, program_with_libraries,
@@ -97,7 +97,7 @@ impl ServerLayer {
         let Some(cache) = cache else {
             let (diff, tar) = server_tar(&entries)?;
             return Ok(ServerLayer::new(
-                Blob::new(gzip_members(&tar)?),
+                Blob::new(gzip_server_layer(&tar)?),
                 diff,
                 static_server,
             ));
@@ -105,12 +105,12 @@ impl ServerLayer {
         // Taken before the files are read: a file changed after this has another identity.
         let identity = entries_identity(&entries)?;
         if let Some(diff) = identity.and_then(|identity| cache.recall(identity))
-            && let Some(layer) = cache.stored_layer(diff, gzip_members)?
+            && let Some(layer) = cache.stored_layer(diff, gzip_server_layer)?
         {
             return Ok(ServerLayer::new(layer, diff, static_server));
         }
         let (diff, tar) = server_tar(&entries)?;
-        let layer = cache.layer_of_digested(&tar, diff, gzip_members)?;
+        let layer = cache.layer_of_digested(&tar, diff, gzip_server_layer)?;
         if let Some(identity) = identity {
             cache.remember(identity, diff);
         }
