@@ -68,10 +68,16 @@ export TMPDIR="$scratch"
 # bundle-tool's layer cache (bundle-tool/src/image/layer_cache.rs) in there too, so that tests
 # and benches leave nothing in the user's ~/.cache.
 export BUNDLE_TOOL_CACHE_DIR="$scratch/bundle-tool-cache"
-# kubelet sets these at start-up; they are not namespaced.
+# kubelet sets these at start-up; they are not namespaced. When several test binaries run at
+# once (tests/run-test-binaries.sh), another one's kubelet may have them changed right now:
+# that script read the machine's values before any binary started and hands them down.
 sysctls="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
 saved=""
-for key in $sysctls; do saved="$saved $key=$(sysctl -n "$key")"; done
+if [ -n "${E2E_HOST_SYSCTLS:-}" ]; then
+  saved=" $E2E_HOST_SYSCTLS"
+else
+  for key in $sysctls; do saved="$saved $key=$(sysctl -n "$key")"; done
+fi
 # The tests check that the harness put them back while the node runs.
 export E2E_HOST_SYSCTLS="${saved# }"
 

@@ -401,7 +401,26 @@ fn mount_private_tmpfs() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The machine's values of [`KUBELET_SYSCTLS`]: those the runner hands down in
+/// `E2E_HOST_SYSCTLS` (read before any test binary started, so another binary's kubelet
+/// starting at the same time cannot have changed them), else the current ones.
 fn read_sysctls() -> anyhow::Result<Vec<(&'static str, String)>> {
+    if let Ok(saved) = std::env::var("E2E_HOST_SYSCTLS") {
+        let values: std::collections::HashMap<String, &str> = saved
+            .split_whitespace()
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(key, value)| (format!("/proc/sys/{}", key.replace('.', "/")), value))
+            .collect();
+        return KUBELET_SYSCTLS
+            .iter()
+            .map(|path| {
+                values
+                    .get(*path)
+                    .map(|value| (*path, value.to_string()))
+                    .with_context(|| format!("E2E_HOST_SYSCTLS ({saved}) has no value for {path}"))
+            })
+            .collect();
+    }
     KUBELET_SYSCTLS
         .iter()
         .map(|path| {
