@@ -24,7 +24,8 @@
 //! `escalate` never matches and an unpinned one would let the ServiceAccount write any role.
 //! The ServiceAccount holds the operator's own rules instead, cluster-wide for the operator's
 //! ClusterRoles, in the install namespace for its Roles; holding them also allows the bindings
-//! to them, so `bind` is needed only for roles the bundle binds but does not carry.
+//! to them, so `bind` is needed only for roles the bundle binds but does not carry. What the
+//! operator's rules already allow is not asked for again.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,17 +54,15 @@ pub struct InstallerRbac {
 }
 
 impl InstallerRbac {
-    /// The ClusterRole's name: `<serviceAccount>-<namespace>-installer`.
+    /// The ClusterRole's (and its binding's) name: `<namespace>:<serviceAccount>`, the
+    /// account's name being unique only within its namespace.
     pub fn cluster_role_name(options: &RbacOptions) -> String {
-        format!(
-            "{}-{}-installer",
-            options.service_account, options.namespace
-        )
+        format!("{}:{}", options.namespace, options.service_account)
     }
 
-    /// The Role's name: `<serviceAccount>-installer`.
+    /// The Role's (and its binding's) name: the ServiceAccount's.
     pub fn role_name(options: &RbacOptions) -> String {
-        format!("{}-installer", options.service_account)
+        options.service_account.clone()
     }
 
     /// A `v1` `List` of the objects (what `kubectl apply -f` takes as one JSON document).
