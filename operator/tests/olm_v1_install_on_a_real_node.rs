@@ -13,7 +13,16 @@
 //!    operator runs from its image and reconciles the sample RedisCluster with real Redis (one
 //!    primary, connected replicas), and a v1alpha1 read converts through the conversion webhook
 //!    on the certificate cert-manager issued for OLM v1's Certificate;
-//! 4. uninstall: the ClusterExtension deleted, every object it made (listed first) is gone.
+//! 4. upgrade: 0.2.0 released under the same catalog tag reaches the extension by catalogd's
+//!    poll; the preflight refuses it while the RBAC covers 0.1.0 only (0.2.0's ClusterRoles
+//!    carry its CSV name), and it upgrades with the RBAC derived from both bundle images; the
+//!    new operator reconciles the sample again;
+//! 5. `CatalogProvided` refuses `version: 0.1.0` (not reachable in the graph) with
+//!    operator-controller's message; `SelfCertified` installs it;
+//! 6. package, channel and bundle deprecations written with `bundle-tool catalog deprecate`
+//!    become the `PackageDeprecated`, `ChannelDeprecated`, `BundleDeprecated` and `Deprecated`
+//!    conditions with their messages;
+//! 7. uninstall: the ClusterExtension deleted, every object it made (listed first) is gone.
 
 mod olm_release;
 mod real;
@@ -24,7 +33,7 @@ use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
 use e2e::node::RealNode;
 use e2e::olm_v1_on_node::{OlmV1OnNode, OlmV1Release};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use olm_release::{Checkout, SAMPLE_NAMESPACE, wait_for};
 use serde_json::{Value, json};
 
@@ -100,6 +109,59 @@ impl Cluster {
         Ok(condition(&extension.data, kind).cloned())
     }
 
+    /// Waits until catalogd serves the catalog image `digest` (its poll found a re-push).
+    async fn wait_catalog(&self, digest: &str) -> anyhow::Result<()> {
+        self.wait(
+            150,
+            &format!("the ClusterCatalog Serving {digest}"),
+            || async {
+                let catalog = self.catalogs().get(CATALOG).await?.data;
+                let serving = condition(&catalog, "Serving").is_some_and(|c| c["status"] == "True");
+                let resolved = catalog["status"]["resolvedSource"]["image"]["ref"]
+                    .as_str()
+                    .is_some_and(|r| r.ends_with(digest));
+                Ok((serving && resolved).then_some(()))
+            },
+        )
+        .await
+    }
+
+    /// Waits until the extension reports `bundle` installed.
+    async fn wait_installed(&self, bundle: &str) -> anyhow::Result<()> {
+        self.wait(300, &format!("{bundle} Installed"), || async {
+            let extension = self.extensions().get(EXTENSION).await?.data;
+            let installed =
+                condition(&extension, "Installed").is_some_and(|c| c["status"] == "True");
+            Ok(
+                (installed && extension["status"]["install"]["bundle"]["name"] == bundle)
+                    .then_some(()),
+            )
+        })
+        .await
+    }
+
+    /// A merge patch of `olm/clusterextension.yaml`'s extension.
+    async fn patch_extension(&self, patch: Value) -> anyhow::Result<()> {
+        self.extensions()
+            .patch(EXTENSION, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        Ok(())
+    }
+
+    /// Has operator-controller reconcile the extension now (any update does), instead of after
+    /// its back-off: RBAC changes are nothing it watches.
+    async fn nudge(&self, name: &str) -> anyhow::Result<()> {
+        let stamp = format!("{:?}", Instant::now());
+        self.extensions()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {"example.com/nudged": stamp}}})),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// Deletes a ClusterExtension and waits until it is gone (its finalizers run).
     async fn delete_extension(&self, name: &str) -> anyhow::Result<()> {
         self.extensions()
@@ -134,8 +196,19 @@ fn derived_rbac(
     service_account: &str,
     extension: &str,
 ) -> anyhow::Result<Vec<Value>> {
+    derived_rbac_of(&[bundle_image], service_account, extension)
+}
+
+/// `bundle-tool olm-v1 rbac` on several bundle images (an upgrade's).
+fn derived_rbac_of(
+    bundle_images: &[&str],
+    service_account: &str,
+    extension: &str,
+) -> anyhow::Result<Vec<Value>> {
     let output = std::process::Command::new(e2e::bundle_tool_binary())
-        .args(["olm-v1", "rbac", bundle_image, "--plain-http", "-o", "json"])
+        .args(["olm-v1", "rbac"])
+        .args(bundle_images)
+        .args(["--plain-http", "-o", "json"])
         .args([
             "--namespace",
             INSTALL_NAMESPACE,
@@ -252,16 +325,7 @@ async fn olm_v1_installs_with_the_derived_rbac_only() -> anyhow::Result<()> {
             .context("no bundle digest")?
     );
     olm_release::apply_olm_file(&client, "clustercatalog.yaml").await?;
-    cluster
-        .wait(150, "the ClusterCatalog Serving the release", || async {
-            let catalog = cluster.catalogs().get(CATALOG).await?.data;
-            let serving = condition(&catalog, "Serving").is_some_and(|c| c["status"] == "True");
-            let resolved = catalog["status"]["resolvedSource"]["image"]["ref"]
-                .as_str()
-                .is_some_and(|r| r.ends_with(&digest));
-            Ok((serving && resolved).then_some(()))
-        })
-        .await?;
+    cluster.wait_catalog(&digest).await?;
     node.namespace(&client, INSTALL_NAMESPACE).await?;
 
     // 2. Minimality: each rule taken out alone stops the install at the preflight.
@@ -357,7 +421,137 @@ async fn olm_v1_installs_with_the_derived_rbac_only() -> anyhow::Result<()> {
     olm_release::check_operator_reconciles_real_redis(node, &client, &|| cluster.describe())
         .await?;
 
-    // 4. Uninstall: what the extension made, listed first, is gone after it is deleted.
+    // 4. Upgrade: 0.2.0 released under the same catalog tag reaches the extension by
+    // catalogd's poll. The 0.1.0 RBAC does not cover 0.2.0's ClusterRole names (they hold the
+    // CSV's name): the preflight refuses the upgrade, naming them; the RBAC derived from both
+    // bundle images lets it through.
+    let second = checkout.release(node, "0.2.0", "candidate-v0,stable-v0")?;
+    let second_bundle = format!(
+        "{}@{}",
+        second["bundle"]["image"]
+            .as_str()
+            .context("no bundle image")?,
+        second["bundle"]["digest"]
+            .as_str()
+            .context("no bundle digest")?
+    );
+    cluster
+        .wait_catalog(second["catalog"]["digest"].as_str().context("no digest")?)
+        .await?;
+    let (_, message) = cluster
+        .wait(
+            120,
+            "the upgrade to 0.2.0 refused by the preflight",
+            || async {
+                let Some(progressing) = cluster
+                    .extension_condition(EXTENSION, "Progressing")
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                let message = progressing["message"].as_str().unwrap_or_default();
+                Ok(
+                    (message.contains(PREFLIGHT_FAILED) && message.contains("0.2.0"))
+                        .then(|| (progressing["reason"].clone(), message.to_string())),
+                )
+            },
+        )
+        .await?;
+    ensure!(
+        message.contains("ResourceNames:[redis-operator.v0.2-"),
+        "the refusal does not name 0.2.0's ClusterRoles: {message}"
+    );
+    println!("upgrade with the 0.1.0 RBAC: {message}");
+    let objects = derived_rbac_of(&[&bundle_image, &second_bundle], INSTALLER, EXTENSION)?;
+    e2e::apply_objects(&client, &objects).await?;
+    cluster.nudge(EXTENSION).await?;
+    cluster.wait_installed("redis-operator.v0.2.0").await?;
+    olm_release::check_operator_reconciles_real_redis(node, &client, &|| cluster.describe())
+        .await?;
+
+    // 5. CatalogProvided refuses a version the graph does not reach (back to 0.1.0);
+    // SelfCertified allows it.
+    cluster
+        .patch_extension(json!({"spec": {"source": {"catalog": {"version": "0.1.0"}}}}))
+        .await?;
+    let refusal = "error upgrading from currently installed version \"0.2.0\": no bundles found for package \"redis-operator\" matching version \"0.1.0\"";
+    let message = cluster
+        .wait(120, "CatalogProvided refusing 0.1.0", || async {
+            let progressing = cluster
+                .extension_condition(EXTENSION, "Progressing")
+                .await?;
+            let message = progressing
+                .as_ref()
+                .and_then(|c| c["message"].as_str())
+                .unwrap_or_default();
+            Ok(message.contains(refusal).then(|| message.to_string()))
+        })
+        .await?;
+    println!("CatalogProvided, version 0.1.0: {message}");
+    cluster
+        .patch_extension(
+            json!({"spec": {"source": {"catalog": {"upgradeConstraintPolicy": "SelfCertified"}}}}),
+        )
+        .await?;
+    cluster.wait_installed("redis-operator.v0.1.0").await?;
+
+    // 6. Deprecations written with `bundle-tool catalog deprecate`, in a re-pushed catalog
+    // image, become the extension's conditions. v1.5.1 starts each of the three conditions'
+    // messages with a newline (`SetDeprecationStatus` joins entries as "%s\n%s" from ""); the
+    // roll-up joins them with ";".
+    let deprecations = [
+        (
+            "PackageDeprecated",
+            vec!["--package-level"],
+            "redis-operator is retired",
+        ),
+        (
+            "ChannelDeprecated",
+            vec!["--channel", "stable-v0"],
+            "stable-v0 is closed: use stable-v1",
+        ),
+        (
+            "BundleDeprecated",
+            vec!["--bundle", "redis-operator.v0.1.0"],
+            "0.1.0 is withdrawn: upgrade to 0.2.0",
+        ),
+    ];
+    for (_, selector, message) in &deprecations {
+        let mut args = vec![
+            "catalog",
+            "deprecate",
+            "catalog",
+            "--package",
+            "redis-operator",
+        ];
+        args.extend(selector.iter().copied());
+        args.extend(["--message", message]);
+        checkout.bundle_tool(&args)?;
+    }
+    let digest = checkout.push_catalog(node)?;
+    cluster.wait_catalog(&digest).await?;
+    cluster
+        .wait(120, "the Deprecated conditions", || async {
+            for (kind, _, message) in &deprecations {
+                let Some(c) = cluster.extension_condition(EXTENSION, kind).await? else {
+                    return Ok(None);
+                };
+                if c["status"] != "True" || c["message"].as_str().map(str::trim) != Some(message) {
+                    return Ok(None);
+                }
+            }
+            let rollup = cluster.extension_condition(EXTENSION, "Deprecated").await?;
+            Ok(rollup
+                .filter(|c| c["status"] == "True")
+                .filter(|c| {
+                    let text = c["message"].as_str().unwrap_or_default();
+                    deprecations.iter().all(|(_, _, m)| text.contains(m))
+                })
+                .map(|_| ()))
+        })
+        .await?;
+
+    // 7. Uninstall: what the extension made, listed first, is gone after it is deleted.
     let kinds = "deployments,services,serviceaccounts,certificates.cert-manager.io,issuers.cert-manager.io,clusterroles,clusterrolebindings,customresourcedefinitions";
     let selector = format!("olm.operatorframework.io/owner-name={EXTENSION}");
     let listed = |node: &RealNode| -> anyhow::Result<Vec<String>> {
