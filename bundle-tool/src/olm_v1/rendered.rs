@@ -469,6 +469,52 @@ mod tests {
         );
     }
 
+    fn bundle_with_csv(csv: &str) -> (tempfile::TempDir, Result<RegistryV1, OlmV1Error>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let manifests = dir.path().join("manifests");
+        std::fs::create_dir(&manifests).expect("manifests/");
+        if !csv.is_empty() {
+            std::fs::write(manifests.join("csv.yaml"), csv).expect("write");
+        }
+        let bundle = RegistryV1::read(dir.path());
+        (dir, bundle)
+    }
+
+    #[test]
+    fn a_bundle_without_a_csv_is_an_error_naming_the_folder() {
+        let (dir, bundle) = bundle_with_csv("");
+        let error = bundle.expect_err("no CSV").to_string();
+        assert!(error.contains(&dir.path().display().to_string()), "{error}");
+        assert!(error.contains("no ClusterServiceVersion"), "{error}");
+    }
+
+    #[test]
+    fn single_namespace_only_is_refused_with_the_csv_location() {
+        let csv = "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\n\
+                   metadata:\n  name: x.v1.0.0\nspec:\n  installModes:\n  \
+                   - type: SingleNamespace\n    supported: true\n";
+        let (_dir, bundle) = bundle_with_csv(csv);
+        let error = render(&bundle.expect("reads"), "ns").expect_err("refused");
+        let text = error.to_string();
+        assert!(text.contains("csv.yaml:1"), "{text}");
+        assert!(
+            text.contains("neither AllNamespaces nor OwnNamespace"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_rule_field_of_the_wrong_type_is_an_error_not_a_panic() {
+        let csv = "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\n\
+                   metadata:\n  name: x.v1.0.0\nspec:\n  installModes:\n  \
+                   - type: AllNamespaces\n    supported: true\n  install:\n    spec:\n      \
+                   clusterPermissions:\n      - serviceAccountName: x\n        rules:\n        \
+                   - verbs: get\n";
+        let (_dir, bundle) = bundle_with_csv(csv);
+        let error = render(&bundle.expect("reads"), "ns").expect_err("refused");
+        assert!(error.to_string().contains("verbs is not a list"), "{error}");
+    }
+
     #[test]
     fn kinds_become_resources() {
         assert_eq!(guess_resource("PriorityClass"), "priorityclasses");
