@@ -101,6 +101,9 @@ enum Command {
         "bundle-tool catalog render catalog -o yaml",
     ))]
     Catalog(CatalogCommand),
+    /// OLM v1 (operator-controller): what a ClusterExtension needs.
+    #[command(subcommand, name = "olm-v1")]
+    OlmV1(OlmV1Command),
     /// List the Kubernetes objects in files or folders of YAML/JSON manifests, with the
     /// file and line each starts on. `-` reads standard input.
     #[command(after_help = examples!(
@@ -154,6 +157,17 @@ enum CompletionShell {
     Bash,
     Zsh,
     Fish,
+}
+
+#[derive(Subcommand)]
+enum OlmV1Command {
+    /// Print the installer ServiceAccount, ClusterRole, Role and bindings that let
+    /// operator-controller v1.5.1 install, upgrade and remove exactly these bundles.
+    #[command(after_help = examples!(
+        "bundle-tool olm-v1 rbac bundle --namespace redis-operator --service-account redis-operator-installer",
+        "bundle-tool olm-v1 rbac quay.io/me/b:v0.1.0 quay.io/me/b:v0.2.0 -n ops --service-account installer -o json",
+    ))]
+    Rbac(action::OlmV1RbacArgs),
 }
 
 #[derive(Subcommand)]
@@ -251,6 +265,7 @@ fn main() -> ExitCode {
         Command::Catalog(CatalogCommand::Graph(args)) => finish(args.run()),
         Command::Catalog(CatalogCommand::CheckUpgrades(args)) => finish(args.run()),
         Command::CheckUpgrade(args) => finish(args.run()),
+        Command::OlmV1(OlmV1Command::Rbac(args)) => finish(args.run()),
         Command::Objects(args) => finish(args.run()),
         Command::Audit(args) => finish(args.run()),
         Command::Completions { shell } => finish(completions(shell)),

@@ -18,15 +18,14 @@
 mod olm_release;
 mod real;
 
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
-use e2e::node::{RealNode, mirror_path};
+use e2e::node::RealNode;
 use e2e::olm_v1_on_node::{OLM_V1_NAMESPACE, OlmV1OnNode};
 use kube::api::{Api, ApiResource, DynamicObject};
-use olm_release::{CATALOG_IMAGE, Checkout, wait_for};
+use olm_release::{Checkout, wait_for};
 use serde_json::Value;
 
 const CATALOG: &str = "redis-operator-catalog";
@@ -151,53 +150,6 @@ fn documents(text: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Runs bundle-tool in the checkout; fails with its output unless it exits 0.
-fn bundle_tool(checkout: &Checkout, args: &[&str]) -> anyhow::Result<String> {
-    let output = Command::new(e2e::bundle_tool_binary())
-        .current_dir(checkout.root())
-        .env(
-            bundle_tool::image::SERVER_BINARY_VARIABLE,
-            olm_release::static_bundle_tool()?,
-        )
-        .args(args)
-        .output()?;
-    ensure!(
-        output.status.success(),
-        "bundle-tool {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// Builds the checkout's catalog into an image and pushes it under the catalog's tag, as a
-/// release's last two steps do; returns the pushed digest.
-fn push_catalog(checkout: &Checkout, node: &RealNode) -> anyhow::Result<String> {
-    let layout = checkout.root().join("target/oci-catalog");
-    let built = bundle_tool(
-        checkout,
-        &[
-            "build",
-            "catalog",
-            "--catalog",
-            "--tag",
-            "latest",
-            "--oci-layout",
-            &layout.display().to_string(),
-        ],
-    )?;
-    let built = built.trim();
-    let source = built.split('@').next().context("no layout reference")?;
-    let target = format!("{}/{}", node.registry(), mirror_path(CATALOG_IMAGE)?);
-    let pushed = bundle_tool(checkout, &["push", source, &target, "--plain-http"])?;
-    let digest = pushed
-        .trim()
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_string())
-        .with_context(|| format!("push printed no digest: {pushed}"))?;
-    Ok(digest)
-}
-
 #[tokio::test]
 async fn catalogd_serves_each_release_of_the_catalog_image() -> anyhow::Result<()> {
     let plane: &'static std::sync::Arc<ControlPlane> =
@@ -256,21 +208,18 @@ async fn catalogd_serves_each_release_of_the_catalog_image() -> anyhow::Result<(
 
     // 3. Deprecations from `bundle-tool catalog deprecate`, in a re-pushed catalog image.
     let message = "0.1.0 is withdrawn: upgrade to 0.2.0";
-    bundle_tool(
-        &checkout,
-        &[
-            "catalog",
-            "deprecate",
-            "catalog",
-            "--package",
-            "redis-operator",
-            "--bundle",
-            "redis-operator.v0.1.0",
-            "--message",
-            message,
-        ],
-    )?;
-    let digest = push_catalog(&checkout, node)?;
+    checkout.bundle_tool(&[
+        "catalog",
+        "deprecate",
+        "catalog",
+        "--package",
+        "redis-operator",
+        "--bundle",
+        "redis-operator.v0.1.0",
+        "--message",
+        message,
+    ])?;
+    let digest = checkout.push_catalog(node)?;
     cluster.wait_catalog_serving(&digest).await?;
     let served = cluster.check_served_is_released(&checkout)?;
     ensure!(

@@ -20,6 +20,7 @@ COREDNS_VERSION=v1.15.0      # the real node's cluster DNS, run as a pod
 OPERATOR_CONTROLLER_VERSION=v1.11.0  # OLM v1: its CRD upgrade-safety preflight is check-upgrade's oracle
 GRPC_HEALTH_PROBE_VERSION=v0.4.62    # the probe OLM's registry pods exec, in the opm-based oracle catalog image
 CATALOGD_VERSION=$OPERATOR_CONTROLLER_VERSION  # OLM v1's catalogd (same module): the oracle of the HTTP view
+OLM_V1_VERSION=v1.5.1  # OLM v1 that installs: operator-controller and catalogd of one release (see build_olm_v1)
 # operator-controller's own program (cmd/operator-controller) is not built: v1.11.0 imports
 # pkg.package-operator.run/boxcutter (its tracking cache is used on every path, not only under
 # the BoxcutterRuntime gate), and the Go module proxy refuses that module (403 for v0.10.0
@@ -470,6 +471,23 @@ build_catalogd() {
   chmod -R u+w "$out/crds" "$out/manifests"
 }
 
+# OLM v1 as an admin installs it: operator-controller and catalogd from one release, the
+# combination upstream tests, with the release's pre-rendered experimental manifest (the one
+# whose operator-controller runs with WebhookProviderCertManager and PreflightPermissions on;
+# our bundle has a conversion webhook). v1.5.1 is the newest release the module proxy can
+# build: v1.6.0 imports pkg.package-operator.run/boxcutter, which the proxy refuses.
+build_olm_v1() {
+  local out=$1
+  wrapper_build github.com/operator-framework/operator-controller "$OLM_V1_VERSION" containers_image_openpgp "-s -w" "$out" \
+    github.com/operator-framework/operator-controller/cmd/operator-controller \
+    github.com/operator-framework/operator-controller/cmd/catalogd
+  local src
+  src=$(module_dir "github.com/operator-framework/operator-controller@$OLM_V1_VERSION")
+  mkdir -p "$out/manifests"
+  cp "$src"/manifests/experimental.yaml "$out/manifests/"
+  chmod -R u+w "$out/manifests"
+}
+
 build_helm() {
   local out=$1
   wrapper_build helm.sh/helm/v3 "$HELM_VERSION" "" "-s -w" "$out" helm.sh/helm/v3/cmd/helm
@@ -534,6 +552,7 @@ done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_p
 # "+manifests": standard.yaml joined the entry.
 CATALOGD_KEY="$CATALOGD_VERSION+manifests"
 done_or_build catalogd "$CATALOGD_KEY" build_catalogd
+done_or_build olm-v1 "$OLM_V1_VERSION" build_olm_v1
 done_or_build helm "$HELM_VERSION" build_helm
 done_or_build cert-manager "$CERT_MANAGER_VERSION" build_cert_manager
 
@@ -552,5 +571,6 @@ OLM_CRD_ORACLE=$ASSET_CACHE/olm-crd-oracle-$OLM_VERSION
 GRPC_HEALTH_PROBE=$ASSET_CACHE/grpc-health-probe-$GRPC_HEALTH_PROBE_VERSION
 CATALOGD=$ASSET_CACHE/catalogd-$CATALOGD_KEY
 CERT_MANAGER=$ASSET_CACHE/cert-manager-$CERT_MANAGER_VERSION
+OLM_V1=$ASSET_CACHE/olm-v1-$OLM_V1_VERSION
 INDEX
 echo "$ASSET_CACHE"

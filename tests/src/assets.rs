@@ -160,6 +160,17 @@ impl Assets {
         self.file("CATALOGD", "manifests/standard.yaml")
     }
 
+    /// OLM v1 that installs (v1.5.1): `operator-controller` or `catalogd` of one release.
+    pub fn olm_v1(&self, name: &str) -> anyhow::Result<PathBuf> {
+        self.program("OLM_V1", name)
+    }
+
+    /// That release's `manifests/experimental.yaml` (operator-controller with the
+    /// WebhookProviderCertManager and PreflightPermissions gates, catalogd).
+    pub fn olm_v1_experimental_manifest(&self) -> anyhow::Result<PathBuf> {
+        self.file("OLM_V1", "manifests/experimental.yaml")
+    }
+
     /// cert-manager's `controller`, `cainjector` or `webhook`.
     pub fn cert_manager(&self, name: &str) -> anyhow::Result<PathBuf> {
         self.program("CERT_MANAGER", name)

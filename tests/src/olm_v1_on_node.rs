@@ -1,4 +1,5 @@
-//! OLM v1 installed the way its release installs it, running as pods on the real node:
+//! OLM v1 installed the way its release installs it, running as pods on the real node, in one
+//! of two releases ([`OlmV1Release`]). The catalog side alone:
 //! cert-manager first (its static manifest, rendered from its chart as its release renders
 //! `cert-manager.yaml`), then operator-controller v1.11.0's `manifests/standard.yaml`
 //! (catalogd, its CRDs, RBAC, the cert-manager CA, Issuers and Certificates, catalogd's
@@ -20,6 +21,13 @@
 //! - the `cert-manager` and `olmv1-system` namespaces are created first, pinned to the real
 //!   node, and the node carries the `node-role.kubernetes.io/control-plane` label that
 //!   standard.yaml's Deployments select.
+//!
+//! The installing side ([`OlmV1Release::InstallerV1_5`]): operator-controller v1.5.1's
+//! `manifests/experimental.yaml` (operator-controller with the WebhookProviderCertManager and
+//! PreflightPermissions gates, and catalogd of the same release), with `:devel` and
+//! `cert-git-version` replaced by the version as the release Makefile's `quickstart` target
+//! does, both programs built here, and the same containers/image configuration mounted into
+//! both (operator-controller pulls bundle images itself too).
 
 use std::time::Duration;
 
@@ -48,23 +56,64 @@ const CERT_MANAGER_DEPLOYMENTS: [&str; 3] = [
     "cert-manager-cainjector",
     "cert-manager-webhook",
 ];
-const OLM_V1_DEPLOYMENTS: [&str; 1] = ["catalogd-controller-manager"];
+const CATALOGD_DEPLOYMENT: &str = "catalogd-controller-manager";
 /// The Deployment of standard.yaml that is not applied (see the module's documentation).
 const OPERATOR_CONTROLLER_DEPLOYMENT: &str = "operator-controller-controller-manager";
+/// The release whose operator-controller runs (built from the module, see build-go-assets.sh).
+pub const INSTALLER_VERSION: &str = "v1.5.1";
 
-/// OLM v1's catalogd and cert-manager, up on the real node.
+/// Which OLM v1 runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OlmV1Release {
+    /// v1.11.0's `standard.yaml`, catalogd only (operator-controller v1.11.0 cannot be built).
+    CatalogdV1_11,
+    /// v1.5.1's `experimental.yaml`: operator-controller and catalogd.
+    InstallerV1_5,
+}
+
+impl OlmV1Release {
+    fn deployments(self) -> &'static [&'static str] {
+        match self {
+            OlmV1Release::CatalogdV1_11 => &[CATALOGD_DEPLOYMENT],
+            OlmV1Release::InstallerV1_5 => &[CATALOGD_DEPLOYMENT, OPERATOR_CONTROLLER_DEPLOYMENT],
+        }
+    }
+
+    /// The release's install manifest as the test applies it.
+    fn manifest(self, assets: &Assets) -> anyhow::Result<String> {
+        Ok(match self {
+            OlmV1Release::CatalogdV1_11 => std::fs::read_to_string(assets.olm_v1_manifest()?)?,
+            OlmV1Release::InstallerV1_5 => {
+                std::fs::read_to_string(assets.olm_v1_experimental_manifest()?)?
+                    .replace(":devel", &format!(":{INSTALLER_VERSION}"))
+                    .replace("cert-git-version", &format!("cert-{INSTALLER_VERSION}"))
+            }
+        })
+    }
+}
+
+/// OLM v1 and cert-manager, up on the real node.
 pub struct OlmV1OnNode {
-    _private: (),
+    release: OlmV1Release,
 }
 
 impl OlmV1OnNode {
-    /// Builds and pushes the images, applies cert-manager and then OLM v1, and waits until
-    /// every Deployment applied is available.
+    /// Builds and pushes the images, applies cert-manager and then OLM v1 v1.11.0's catalogd,
+    /// and waits until every Deployment applied is available.
     pub async fn deploy(plane: &ControlPlane, node: &RealNode) -> anyhow::Result<Self> {
+        Self::deploy_release(plane, node, OlmV1Release::CatalogdV1_11).await
+    }
+
+    /// [`deploy`](Self::deploy) of the given release.
+    pub async fn deploy_release(
+        plane: &ControlPlane,
+        node: &RealNode,
+        release: OlmV1Release,
+    ) -> anyhow::Result<Self> {
         let assets = Assets::locate()?;
         let client = plane.client().await?;
         push_cert_manager_images(node, &assets).await?;
-        push_olm_v1_images(node, &assets).await?;
+        push_olm_v1_images(node, &assets, release).await?;
         for namespace in [CERT_MANAGER_NAMESPACE, OLM_V1_NAMESPACE] {
             node.namespace(&client, namespace).await?;
         }
@@ -81,7 +130,7 @@ impl OlmV1OnNode {
 
         let cert_manager = std::fs::read_to_string(assets.cert_manager_manifest()?)?;
         apply_documents(&client, &cert_manager).await?;
-        let this = OlmV1OnNode { _private: () };
+        let this = OlmV1OnNode { release };
         this.wait_available(
             &client,
             node,
@@ -107,11 +156,13 @@ impl OlmV1OnNode {
         .await
         .map_err(|e| anyhow::anyhow!("{e:#}\n{}", this.describe(node)))?;
 
-        let standard = std::fs::read_to_string(assets.olm_v1_manifest()?)?;
-        let mut objects = documents(&standard)?;
-        objects.retain(|o| {
-            !(o["kind"] == "Deployment" && o["metadata"]["name"] == OPERATOR_CONTROLLER_DEPLOYMENT)
-        });
+        let mut objects = documents(&release.manifest(&assets)?)?;
+        if release == OlmV1Release::CatalogdV1_11 {
+            objects.retain(|o| {
+                !(o["kind"] == "Deployment"
+                    && o["metadata"]["name"] == OPERATOR_CONTROLLER_DEPLOYMENT)
+            });
+        }
         let direct_injection = move_direct_injection_out_of_secret_templates(&mut objects);
         for object in &mut objects {
             if object["kind"] == "Deployment" {
@@ -122,7 +173,7 @@ impl OlmV1OnNode {
         // The webhook may still refuse the first requests while its serving certificate loads.
         eventually(
             Duration::from_secs(60),
-            "standard.yaml applied (cert-manager's webhook answering)",
+            "OLM v1's manifest applied (cert-manager's webhook answering)",
             || async {
                 match crate::apply_objects(&client, &objects).await {
                     Ok(()) => Ok(Some(())),
@@ -133,7 +184,7 @@ impl OlmV1OnNode {
         )
         .await?;
         annotate_secrets(&client, &direct_injection).await?;
-        this.wait_available(&client, node, OLM_V1_NAMESPACE, &OLM_V1_DEPLOYMENTS)
+        this.wait_available(&client, node, OLM_V1_NAMESPACE, release.deployments())
             .await?;
         Ok(this)
     }
@@ -183,7 +234,12 @@ impl OlmV1OnNode {
         let deployments = CERT_MANAGER_DEPLOYMENTS
             .iter()
             .map(|d| (CERT_MANAGER_NAMESPACE, *d))
-            .chain(OLM_V1_DEPLOYMENTS.iter().map(|d| (OLM_V1_NAMESPACE, *d)));
+            .chain(
+                self.release
+                    .deployments()
+                    .iter()
+                    .map(|d| (OLM_V1_NAMESPACE, *d)),
+            );
         for (namespace, deployment) in deployments {
             out.push_str(&deployment_log(node, namespace, deployment));
         }
@@ -348,28 +404,48 @@ async fn push_cert_manager_images(node: &RealNode, assets: &Assets) -> anyhow::R
     Ok(())
 }
 
-/// catalogd under the `devel` tag standard.yaml names, laid out as upstream's Dockerfile lays
-/// it out (`/catalogd`, run as `./catalogd` from `/`), user 65532 as its distroless base.
-async fn push_olm_v1_images(node: &RealNode, assets: &Assets) -> anyhow::Result<()> {
-    let image = bundle_tool::image::build_rootfs_image(
-        &[
-            RootfsEntry::File {
-                path: "/catalogd".into(),
-                source: assets.catalogd()?,
-                mode: 0o755,
+/// catalogd (and for v1.5.1 operator-controller) under the tag the applied manifest names,
+/// laid out as upstream's Dockerfiles lay them out (`/catalogd`, `/operator-controller`, run
+/// from `/`), user 65532 as their distroless base.
+async fn push_olm_v1_images(
+    node: &RealNode,
+    assets: &Assets,
+    release: OlmV1Release,
+) -> anyhow::Result<()> {
+    let (tag, programs) = match release {
+        OlmV1Release::CatalogdV1_11 => ("devel", vec![("catalogd", assets.catalogd()?)]),
+        OlmV1Release::InstallerV1_5 => (
+            INSTALLER_VERSION,
+            vec![
+                ("catalogd", assets.olm_v1("catalogd")?),
+                ("operator-controller", assets.olm_v1("operator-controller")?),
+            ],
+        ),
+    };
+    for (program, source) in programs {
+        let image = bundle_tool::image::build_rootfs_image(
+            &[
+                RootfsEntry::File {
+                    path: format!("/{program}"),
+                    source,
+                    mode: 0o755,
+                },
+                RootfsEntry::Dir {
+                    path: "/etc/containers".into(),
+                    mode: 0o755,
+                },
+            ],
+            &ContainerConfig {
+                entrypoint: vec![format!("/{program}")],
+                user: "65532:65532".into(),
+                ..ContainerConfig::default()
             },
-            RootfsEntry::Dir {
-                path: "/etc/containers".into(),
-                mode: 0o755,
-            },
-        ],
-        &ContainerConfig {
-            entrypoint: vec!["/catalogd".into()],
-            user: "65532:65532".into(),
-            ..ContainerConfig::default()
-        },
-    )?;
-    node.push_as("quay.io/operator-framework/catalogd:devel", &image)
+        )?;
+        node.push_as(
+            &format!("quay.io/operator-framework/{program}:{tag}"),
+            &image,
+        )
         .await?;
+    }
     Ok(())
 }

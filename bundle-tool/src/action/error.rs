@@ -61,6 +61,9 @@ pub enum ActionError {
     /// `catalog graph`.
     #[error(transparent)]
     Graph(Box<GraphRunError>),
+    /// A bundle could not be rendered as OLM v1 renders it.
+    #[error(transparent)]
+    OlmV1(#[from] crate::olm_v1::OlmV1Error),
     /// A message already worded for the user by an area that reports errors as text.
     #[error("{0}")]
     Message(String),

@@ -18,6 +18,7 @@ mod check_upgrade;
 mod error;
 mod generate;
 mod objects;
+mod olm_v1_rbac;
 mod outcome;
 mod push;
 mod registry_args;
@@ -34,6 +35,7 @@ pub use generate::{
     BundleInputs, GenerateArgs, created_at, created_at_of_csv, source_date_epoch_is_set,
 };
 pub use objects::ObjectsArgs;
+pub use olm_v1_rbac::{OlmV1RbacArgs, RbacFormat};
 pub use outcome::{Outcome, Output, Status};
 pub use push::{InspectArgs, PullArgs, PushAllArgs, PushArgs};
 pub use registry_args::{RegistryAccess, RegistryArgs, runtime};

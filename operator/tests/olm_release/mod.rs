@@ -141,6 +141,51 @@ impl Checkout {
     }
 }
 
+impl Checkout {
+    /// Runs bundle-tool in the checkout; fails with its output unless it exits 0.
+    pub fn bundle_tool(&self, args: &[&str]) -> anyhow::Result<String> {
+        let output = Command::new(e2e::bundle_tool_binary())
+            .current_dir(self.root())
+            .env(
+                bundle_tool::image::SERVER_BINARY_VARIABLE,
+                static_bundle_tool()?,
+            )
+            .args(args)
+            .output()?;
+        ensure!(
+            output.status.success(),
+            "bundle-tool {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Builds the checkout's catalog into an image and pushes it under the catalog's tag, as a
+    /// release's last two steps do; returns the pushed digest.
+    pub fn push_catalog(&self, node: &RealNode) -> anyhow::Result<String> {
+        let layout = self.root().join("target/oci-catalog");
+        let built = self.bundle_tool(&[
+            "build",
+            "catalog",
+            "--catalog",
+            "--tag",
+            "latest",
+            "--oci-layout",
+            &layout.display().to_string(),
+        ])?;
+        let built = built.trim();
+        let source = built.split('@').next().context("no layout reference")?;
+        let target = format!("{}/{}", node.registry(), mirror_path(CATALOG_IMAGE)?);
+        let pushed = self.bundle_tool(&["push", source, &target, "--plain-http"])?;
+        pushed
+            .trim()
+            .rsplit_once('@')
+            .map(|(_, d)| d.to_string())
+            .with_context(|| format!("push printed no digest: {pushed}"))
+    }
+}
+
 /// The statically linked bundle-tool the README test command builds, for the catalog image.
 pub fn static_bundle_tool() -> anyhow::Result<PathBuf> {
     let binary = repo().join("target/x86_64-unknown-linux-gnu/debug/bundle-tool");
