@@ -35,6 +35,7 @@ mkdir -p "$logs"
 expected_seconds() {
   case $1 in
     redis-operator:olm_on_a_real_node) echo 520 ;;
+    redis-operator:olm_v1_install_on_a_real_node) echo 261 ;;
     redis-operator:olm_v1_on_a_real_node) echo 190 ;;
     e2e:generate_conformance) echo 170 ;;
     e2e:bundle_validate_conformance) echo 115 ;;
