@@ -1,5 +1,6 @@
 //! `validate` never panics: the Redis CSV cut at many points, and its fields replaced by
-//! values of the wrong type, each give a report.
+//! values of the wrong type, each give a report. A cut CSV's report must refuse it unless
+//! the cut lost nothing the bundle needs (as an independent YAML reader sees what it lost).
 
 use std::path::Path;
 
@@ -29,16 +30,119 @@ fn original() -> String {
     .unwrap()
 }
 
+/// The fields of a CSV's webhook definition that may be left out (`omitempty` in
+/// operator-framework/api's `WebhookDescription`); every other field a cut can lose is one
+/// the bundle needs (the webhook's required fields, or spec fields before them).
+const OPTIONAL_WEBHOOK_FIELDS: [&str; 10] = [
+    "deploymentName",
+    "containerPort",
+    "targetPort",
+    "rules",
+    "failurePolicy",
+    "matchPolicy",
+    "objectSelector",
+    "timeoutSeconds",
+    "reinvocationPolicy",
+    "webhookPath",
+];
+
+/// The paths of `whole` that `part` lacks or holds otherwise (`spec.install`, `spec.icon[0]`).
+fn lost(whole: &serde_json::Value, part: &serde_json::Value, path: &str) -> Vec<String> {
+    use serde_json::Value;
+    match (whole, part) {
+        _ if whole == part => Vec::new(),
+        (Value::Object(whole), Value::Object(part)) => whole
+            .iter()
+            .flat_map(|(key, value)| match part.get(key) {
+                Some(kept) => lost(value, kept, &format!("{path}.{key}")),
+                None => vec![format!("{path}.{key}")],
+            })
+            .collect(),
+        (Value::Array(whole), Value::Array(part)) => whole
+            .iter()
+            .enumerate()
+            .flat_map(|(i, value)| match part.get(i) {
+                Some(kept) => lost(value, kept, &format!("{path}[{i}]")),
+                None => vec![format!("{path}[{i}]")],
+            })
+            .collect(),
+        _ => vec![path.to_string()],
+    }
+}
+
 #[test]
 fn truncated_csvs_give_a_report() {
     let text = original();
+    let whole: serde_json::Value = serde_saphyr::from_str(&text).expect("the CSV parses");
+    let base_dir = bundle_with_csv(&text);
+    let base = validate_bundle(base_dir.path(), Suite::OperatorFramework);
+    assert!(
+        base.passed(),
+        "the committed bundle does not pass: {base:?}"
+    );
     let step = text.len() / 40;
+    let (mut refused, mut unreadable) = (0, 0);
     for cut in (1..text.len()).step_by(step.max(1)) {
         let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap();
-        let dir = bundle_with_csv(&text[..cut]);
-        // Must not panic; the verdict itself depends on where the cut falls.
-        let _ = validate_bundle(dir.path(), Suite::OperatorFramework);
+        let part = &text[..cut];
+        let dir = bundle_with_csv(part);
+        let report = validate_bundle(dir.path(), Suite::OperatorFramework);
+        let line = part.lines().count();
+        let tail = (part.len().saturating_sub(120)..=part.len())
+            .find(|&i| part.is_char_boundary(i))
+            .unwrap_or(part.len());
+        let at = format!(
+            "the CSV cut at byte {cut} (line {line}, ending {:?})",
+            &part[tail..]
+        );
+        // What the cut took, by an independent YAML reader: nothing that matters (only the
+        // optional fields of the last webhook), or something the bundle needs, which the
+        // report must refuse.
+        let parsed = serde_saphyr::from_str::<serde_json::Value>(part)
+            .ok()
+            .filter(serde_json::Value::is_object);
+        let Some(parsed) = parsed else {
+            unreadable += 1;
+            // The file, or (upstream's "unable to find a csv in bundle directory") its folder.
+            let manifests = dir.path().join("manifests").display().to_string();
+            assert!(
+                !report.passed()
+                    && report.findings.iter().any(|f| {
+                        let text = f.to_string();
+                        text.contains(CSV)
+                            || text.contains(&manifests)
+                            || f.file.as_deref().is_some_and(|file| file.contains(CSV))
+                    }),
+                "{at} is not a YAML mapping, and no error names the file: {report:?}"
+            );
+            continue;
+        };
+        let gone = lost(&whole, &parsed, "");
+        let optional = gone.iter().all(|path| {
+            path.starts_with(".spec.webhookdefinitions[")
+                && OPTIONAL_WEBHOOK_FIELDS
+                    .iter()
+                    .any(|field| path.ends_with(&format!("].{field}")))
+        });
+        if optional {
+            assert!(
+                report.passed(),
+                "{at} lost only optional fields {gone:?}, yet: {report:?}"
+            );
+            continue;
+        }
+        assert!(
+            !report.passed(),
+            "{at} lost {gone:?} and passed validation: {report:?}"
+        );
+        refused += 1;
     }
+    println!("{refused} cuts refused as incomplete, {unreadable} as not a YAML mapping");
+    assert!(
+        refused + unreadable >= 30,
+        "only {} of the cuts lost something the bundle needs",
+        refused + unreadable
+    );
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //!    Ready, and `kubectl get packagemanifests` (packageserver reading the server) lists the
 //!    package with its channels and the head CSV's description;
 //! 3. and 6. `olm/subscription-manual.yaml` (candidate-v0, from 0.1.0) waits for approval and
-//!    installs nothing until it is approved; then 0.1.0 is installed, its operator pod runs
+//!    creates nothing of its plan (CSV, Deployment, CRD, ServiceAccount, RBAC, Services) until
+//!    it is approved; then 0.1.0 is installed, its operator pod runs
 //!    and reconciles the sample RedisCluster to Ready with real Redis pods (replicating, asked
 //!    over the pod network); a v1alpha1 read goes through the conversion webhook on the
 //!    certificate OLM manages;
@@ -16,18 +17,20 @@
 //!    candidate-v0 only reaches the cluster by registry polling but does not upgrade; switching
 //!    the Subscription to candidate-v0 upgrades along that channel; releasing 0.3.0 is picked
 //!    up by polling and upgrades again, and the new operator reconciles a change to the sample;
-//! 7. the bundles came by `bundlePath` (a watch sees the unpack Job pull the bundle image);
-//!    then `olm/catalogsource-served.yaml` serves them inline and an install makes no Job;
+//! 7. the bundles came by `bundlePath` (the InstallPlan looked the bundle image up, a watch
+//!    sees the unpack Job pull it); then `olm/catalogsource-served.yaml` serves them inline:
+//!    the install's InstallPlan carries the bundle's objects in its steps and no Job runs;
 //! 8. the opm-based image walks 1-6 and 9 the same and ends with the same package manifest;
 //!    and `olm/catalogsource-extract-content.yaml` (OLM copies `/configs` out of our image and
 //!    serves it with its opm) gives the same package manifest;
 //! 9. deleting the Subscription and the CSV removes the operator's objects (found before,
-//!    gone after).
+//!    gone after) and the InstallPlans (owned by the Subscription).
 //!
 //! The files in `olm/` are applied as written. The images they and the bundles name
 //! (`quay.io/example/...`, `docker.io/library/redis`) are pushed to the cluster registry,
 //! which the node's containerd uses as the mirror of those registries.
 
+mod install_plan;
 mod olm_release;
 mod real;
 
@@ -259,6 +262,49 @@ impl Cluster {
         .await
     }
 
+    /// Every InstallPlan of the operator's namespace, as JSON.
+    async fn plan_values(&self) -> anyhow::Result<Vec<Value>> {
+        self.plans()
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(|plan| Ok(serde_json::to_value(plan)?))
+            .collect()
+    }
+
+    /// Each CustomResourceDefinition's resourceVersion, by name.
+    async fn crd_versions(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        Ok(crds
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|crd| Some((crd.metadata.name?, crd.metadata.resource_version?)))
+            .collect())
+    }
+
+    /// The object an InstallPlan step creates, if it exists (in the operator's namespace
+    /// when its kind is namespaced).
+    async fn get_step_object(
+        &self,
+        step: &install_plan::Step,
+    ) -> anyhow::Result<Option<DynamicObject>> {
+        let gvk = GroupVersionKind::gvk(&step.group, &step.version, &step.kind);
+        let (resource, capabilities) = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .with_context(|| format!("discovering the kind of {step}"))?;
+        let api: Api<DynamicObject> = match capabilities.scope {
+            kube::discovery::Scope::Namespaced => {
+                Api::namespaced_with(self.client.clone(), NAMESPACE, &resource)
+            }
+            kube::discovery::Scope::Cluster => Api::all_with(self.client.clone(), &resource),
+        };
+        Ok(api.get_opt(&step.name).await?)
+    }
+
     /// Approves every InstallPlan that waits for approval; returns how many.
     async fn approve_waiting_plans(&self) -> anyhow::Result<usize> {
         let mut approved = 0;
@@ -323,11 +369,22 @@ async fn olm_installs_upgrades_switches_channels_and_uninstalls_the_operator() -
     cluster
         .wait_csv_succeeded("redis-operator.v0.3.0", 300)
         .await?;
-    let seen = jobs.seen();
+    let seen = jobs.seen()?;
     ensure!(
         seen.is_empty(),
         "an unpack Job ran for inline bundles: {}",
         describe_jobs(&seen)
+    );
+    // Served inline: the plan's steps carry the bundle's objects, with no bundle lookup.
+    let plans = cluster.plan_values().await?;
+    let source = install_plan::bundle_source(
+        install_plan::plan_for(&plans, "redis-operator.v0.3.0")?,
+        "redis-operator.v0.3.0",
+    )
+    .with_context(|| format!("the served catalog's install\n{}", cluster.describe()))?;
+    ensure!(
+        source == install_plan::BundleSource::Inline,
+        "the served catalog's bundle was not installed from inline objects: {source:?}"
     );
     uninstall(&cluster, "redis-operator.v0.3.0").await?;
     cluster
@@ -471,17 +528,44 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
     }
     cluster.apply("operatorgroup.yaml").await?;
     let jobs = JobWatch::start(&cluster.client).await?;
+    // What of the bundle exists before the Subscription: the CRD stays after an uninstall
+    // (as OLM leaves it), so a later walk starts with it; it must not change either.
+    let crds_before = cluster.crd_versions().await?;
     cluster.apply("subscription-manual.yaml").await?;
-    cluster
-        .wait(180, "an InstallPlan waiting for approval", || async {
-            let plans = cluster.plans().list(&ListParams::default()).await?.items;
-            Ok(plans
-                .iter()
-                .any(|p| p.data["status"]["phase"] == "RequiresApproval")
-                .then_some(()))
-        })
+    // The plan waits for approval with its steps resolved (OLM unpacks the bundle before
+    // approval): they name every object the install would create.
+    let waiting = cluster
+        .wait(
+            180,
+            "an InstallPlan waiting for approval, its steps resolved",
+            || async {
+                let plans = cluster.plan_values().await?;
+                Ok(plans.into_iter().find(|p| {
+                    p["status"]["phase"] == "RequiresApproval" && !install_plan::steps(p).is_empty()
+                }))
+            },
+        )
         .await?;
-    // Nothing of the operator appears while the plan waits (10 reads over 10 s).
+    let planned = install_plan::steps(&waiting);
+    for kind in [
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterServiceVersion",
+    ] {
+        ensure!(
+            planned.iter().any(|step| step.kind == kind),
+            "the plan waiting for approval creates no {kind}: {planned:?}"
+        );
+    }
+    ensure!(
+        planned
+            .iter()
+            .any(|step| matches!(step.kind.as_str(), "Role" | "ClusterRole")),
+        "the plan waiting for approval creates no RBAC: {planned:?}"
+    );
+    // Nothing of the operator appears while the plan waits (10 reads over 10 s): no CSV, no
+    // Deployment, none of the plan's objects (its CRD, ServiceAccount, RBAC, Services), and a
+    // CRD there before is unchanged.
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
     for _ in 0..10 {
         let csvs = cluster.csvs().list(&ListParams::default()).await?.items;
@@ -498,6 +582,19 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
                 .is_empty(),
             "a Deployment exists before the InstallPlan was approved"
         );
+        for step in &planned {
+            let Some(object) = cluster.get_step_object(step).await? else {
+                continue;
+            };
+            let unchanged_crd = step.kind == "CustomResourceDefinition"
+                && crds_before.get(&step.name) == object.metadata.resource_version.as_ref();
+            ensure!(
+                unchanged_crd,
+                "{step} exists before the InstallPlan was approved (resourceVersion {:?}; before the Subscription: {:?})",
+                object.metadata.resource_version,
+                crds_before.get(&step.name)
+            );
+        }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     ensure!(
@@ -507,8 +604,19 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
     cluster
         .wait_csv_succeeded("redis-operator.v0.1.0", 300)
         .await?;
-    // 7. The bundle came by bundlePath: an unpack Job pulled its image and finished.
-    let unpacked = jobs.seen();
+    // 7. The bundle came by bundlePath: the plan looked it up by image, an unpack Job pulled
+    // that image and finished, and the plan's steps refer to what the Job unpacked.
+    let plans = cluster.plan_values().await?;
+    let source = install_plan::bundle_source(
+        install_plan::plan_for(&plans, "redis-operator.v0.1.0")?,
+        "redis-operator.v0.1.0",
+    )?;
+    ensure!(
+        matches!(&source, install_plan::BundleSource::Unpacked(paths)
+            if paths.iter().any(|p| p.contains("redis-operator-bundle:v0.1.0"))),
+        "the 0.1.0 plan did not look its bundle up by image: {source:?}"
+    );
+    let unpacked = jobs.seen()?;
     ensure!(
         unpacked.iter().any(|job| job.succeeded
             && job
@@ -625,26 +733,46 @@ fn describe_jobs(jobs: &[SeenJob]) -> String {
 }
 
 /// The Jobs created in OLM's namespace after [`start`](Self::start), seen by a watch: OLM
-/// deletes finished unpack Jobs, so a list read afterwards can miss one.
+/// deletes finished unpack Jobs, so a list read afterwards can miss one. A watch that failed
+/// may have missed one too: its errors are kept, and [`seen`](Self::seen) fails with them.
 struct JobWatch {
-    seen: std::sync::Arc<std::sync::Mutex<BTreeMap<String, SeenJob>>>,
+    record: std::sync::Arc<std::sync::Mutex<JobRecord>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// What a [`JobWatch`] saw: each new Job by uid, and every error of the watch.
+#[derive(Default)]
+struct JobRecord {
+    jobs: BTreeMap<String, SeenJob>,
+    errors: Vec<String>,
 }
 
 impl JobWatch {
     /// Starts watching; returns once the watch has listed the Jobs that exist now (those do
     /// not count).
     async fn start(client: &kube::Client) -> anyhow::Result<JobWatch> {
-        use futures::StreamExt as _;
-        use kube::runtime::watcher::{self, Event};
+        use kube::runtime::watcher;
         let api: Api<Job> = Api::namespaced(client.clone(), OLM_NAMESPACE);
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        JobWatch::over(watcher::watcher(api, watcher::Config::default())).await
+    }
+
+    /// Records the Jobs `events` (a watch of Jobs) tells of.
+    async fn over<S>(events: S) -> anyhow::Result<JobWatch>
+    where
+        S: futures::Stream<
+                Item = Result<kube::runtime::watcher::Event<Job>, kube::runtime::watcher::Error>,
+            > + Send
+            + 'static,
+    {
+        use futures::StreamExt as _;
+        use kube::runtime::watcher::Event;
+        let record = std::sync::Arc::new(std::sync::Mutex::new(JobRecord::default()));
         let (listed, listed_now) = tokio::sync::oneshot::channel();
-        let record = seen.clone();
+        let shared = record.clone();
         let task = tokio::spawn(async move {
             let mut listed = Some(listed);
             let mut existing = std::collections::BTreeSet::new();
-            let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
+            let mut stream = std::pin::pin!(events);
             while let Some(event) = stream.next().await {
                 let job = match event {
                     Ok(Event::InitApply(job)) if listed.is_some() => {
@@ -659,8 +787,15 @@ impl JobWatch {
                     }
                     Ok(Event::Apply(job) | Event::InitApply(job) | Event::Delete(job)) => job,
                     Ok(Event::Init) => continue,
-                    // The watcher retries by itself; a pause keeps a failing watch from spinning.
-                    Err(_) => {
+                    // The watcher retries by itself, but what happened meanwhile may be lost:
+                    // the error is kept (and said at once), a pause keeps it from spinning.
+                    Err(error) => {
+                        eprintln!("the Job watch failed: {error}");
+                        shared
+                            .lock()
+                            .expect("no panics holding it")
+                            .errors
+                            .push(error.to_string());
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         continue;
                     }
@@ -689,26 +824,38 @@ impl JobWatch {
                     .as_ref()
                     .and_then(|s| s.succeeded)
                     .is_some_and(|n| n > 0);
-                let mut seen = record.lock().expect("no panics holding it");
-                let entry = seen.entry(uid).or_insert(SeenJob {
+                let mut record = shared.lock().expect("no panics holding it");
+                let entry = record.jobs.entry(uid).or_insert(SeenJob {
                     name: job.metadata.name.clone().unwrap_or_default(),
                     images,
                     succeeded: false,
                 });
                 entry.succeeded |= succeeded;
             }
+            shared
+                .lock()
+                .expect("no panics holding it")
+                .errors
+                .push("the watch ended".into());
         });
         tokio::time::timeout(Duration::from_secs(30), listed_now)
             .await
             .context("the Job watch did not list within 30 s")?
             .context("the Job watch stopped")?;
-        Ok(JobWatch { seen, task })
+        Ok(JobWatch { record, task })
     }
 
-    /// The Jobs seen so far, each once.
-    fn seen(&self) -> Vec<SeenJob> {
-        let seen = self.seen.lock().expect("no panics holding it");
-        seen.values().cloned().collect()
+    /// The Jobs seen so far, each once; an error when the watch failed since it started
+    /// (a Job may then have come and gone unseen).
+    fn seen(&self) -> anyhow::Result<Vec<SeenJob>> {
+        let record = self.record.lock().expect("no panics holding it");
+        ensure!(
+            record.errors.is_empty(),
+            "the Job watch failed, so it may have missed a Job: {:?} (seen: {})",
+            record.errors,
+            describe_jobs(&record.jobs.values().cloned().collect::<Vec<_>>())
+        );
+        Ok(record.jobs.values().cloned().collect())
     }
 }
 
@@ -716,6 +863,47 @@ impl Drop for JobWatch {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+#[tokio::test]
+async fn a_job_watch_that_failed_fails_its_reader() -> anyhow::Result<()> {
+    use futures::StreamExt as _;
+    use kube::runtime::watcher::{Error, Event};
+    let job = |uid: &str| -> Job {
+        serde_json::from_value(json!({"metadata": {"name": format!("unpack-{uid}"), "uid": uid}}))
+            .expect("a Job")
+    };
+    // A watch that works: the Job there at the start does not count, the new one does.
+    let events = vec![
+        Ok(Event::Init),
+        Ok(Event::InitApply(job("old"))),
+        Ok(Event::InitDone),
+        Ok(Event::Apply(job("new"))),
+    ];
+    let watch =
+        JobWatch::over(futures::stream::iter(events).chain(futures::stream::pending())).await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let seen: Vec<String> = watch.seen()?.into_iter().map(|j| j.name).collect();
+    ensure!(seen == ["unpack-new"], "{seen:?}");
+    // One error, after which the watch goes on: what it saw is no longer to be trusted.
+    let events = vec![
+        Ok(Event::Init),
+        Ok(Event::InitDone),
+        Err(Error::NoResourceVersion),
+        Ok(Event::Apply(job("later"))),
+    ];
+    let watch =
+        JobWatch::over(futures::stream::iter(events).chain(futures::stream::pending())).await?;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let error = watch
+        .seen()
+        .err()
+        .context("a failed watch was read as complete")?;
+    ensure!(
+        error.to_string().contains("no metadata.resourceVersion"),
+        "{error:#}"
+    );
+    Ok(())
 }
 
 /// Each channel's head CSV in a package manifest.
@@ -911,6 +1099,18 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
             )
             .await?;
     }
+    // Every InstallPlan is owned by the Subscription (catalog-operator makes them so), which
+    // is what removes them with it: the wait below sees them go without this test deleting
+    // them. Left behind, catalog-operator may take one for a new Subscription's resolution.
+    let subscription = cluster.subscriptions().get("redis-operator").await?;
+    let subscription_uid = subscription.metadata.uid.clone().unwrap_or_default();
+    let plans = cluster.plan_values().await?;
+    ensure!(!plans.is_empty(), "no InstallPlan to see removed");
+    let orphans = install_plan::not_owned_by(&plans, &subscription_uid);
+    ensure!(
+        orphans.is_empty(),
+        "InstallPlans not owned by the Subscription {subscription_uid}, which nothing would remove: {orphans:?}"
+    );
     cluster
         .subscriptions()
         .delete("redis-operator", &DeleteParams::default())
@@ -929,13 +1129,6 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
         .await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     cluster.csvs().delete(csv, &DeleteParams::default()).await?;
-    // The plans too: catalog-operator may take an InstallPlan left in the namespace for a
-    // new Subscription's resolution, whose steps then never run again (the re-installed CSV
-    // stayed Pending with "no owned roles found", twice in CI).
-    cluster
-        .plans()
-        .delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await?;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
     cluster
         .wait(180, "the operator's Deployment and CSV gone", || async {
@@ -944,10 +1137,11 @@ async fn uninstall(cluster: &Cluster, csv: &str) -> anyhow::Result<()> {
             Ok((deployment.is_none() && csvs.is_empty()).then_some(()))
         })
         .await?;
-    // The garbage collector removes what the InstallPlan made for the CSV a moment later. An
-    // install that starts before that finds the old Role still there, takes it as its own, and
-    // then loses it to the collector: the new CSV stays Pending with "no owned roles found"
-    // (seen once in CI). A user re-installing waits for the same.
+    // The garbage collector removes the InstallPlans (owned by the Subscription) and what they
+    // made for the CSV a moment later. An install that starts before that finds the old Role
+    // still there, takes it as its own, and then loses it to the collector: the new CSV stays
+    // Pending with "no owned roles found" (seen once in CI). A user re-installing waits for
+    // the same.
     cluster
         .wait(
             180,

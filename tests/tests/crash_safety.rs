@@ -1,16 +1,18 @@
 //! Crash safety of every command that writes user outputs: `generate`, `catalog add`,
 //! `catalog deprecate`, `build --oci-layout`, `push` and `release`, each killed with SIGKILL
 //! at `CRASH_RUNS` (100) points drawn from its own syscalls (see `crash/mod.rs`). After each
-//! kill every output must be exactly its old or its new version, an OCI layout must name no
-//! missing blob, a registry must serve every blob of every tagged manifest, and a re-run
-//! must complete with the new version and leave no staging file behind.
+//! kill every output must be exactly its old or its new version, new ones only ahead of old
+//! ones in the order the command replaces them (`release`: the layout, then the catalog),
+//! an OCI layout must name no missing blob, a registry must serve every blob of every tagged
+//! manifest, and a re-run must complete with the new version and leave no staging file
+//! behind.
 
 mod crash;
 
 use std::path::{Path, PathBuf};
 
 use crash::state::{check_layout, check_registry, file_digest, registry_tag, tree_digest};
-use crash::{Case, Invocation, Outputs, Step, assert_crash_safe};
+use crash::{Case, Invocation, Outputs, Step, Version, assert_crash_safe, out_of_order};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -57,6 +59,27 @@ fn no_prepare() -> Step<'static, ()> {
 }
 
 #[test]
+fn a_kill_may_leave_outputs_new_only_in_their_commit_order() {
+    use Version::{New, Old, Unchanged};
+    let order = ["oci/index.json", "catalog/"];
+    let state = |a, b| out_of_order(&[(order[0], a), (order[1], b)]);
+    for legitimate in [
+        (Old, Old),
+        (New, Old),
+        (New, New),
+        (Unchanged, New),
+        (Old, Unchanged),
+    ] {
+        assert_eq!(state(legitimate.0, legitimate.1), None, "{legitimate:?}");
+    }
+    let refused = state(Old, New).expect("the catalog new and the layout old is refused");
+    assert!(
+        refused.contains("catalog/ is new while oci/index.json"),
+        "{refused}"
+    );
+}
+
+#[test]
 fn generate_leaves_the_old_bundle_or_the_new() {
     let pristine = repository();
     bundle(pristine.path(), "0.1.0", "bundle");
@@ -90,6 +113,9 @@ fn generate_leaves_the_old_bundle_or_the_new() {
             ])
         }),
         check: no_check(),
+        // The bundle folder is committed, then bundle.Dockerfile beside it
+        // (bundle-tool/src/bundle/write.rs, write_bundle).
+        commit_order: &["bundle/", "bundle.Dockerfile"],
     });
 }
 
@@ -118,6 +144,7 @@ fn catalog_add_leaves_the_old_catalog_or_the_new() {
         }),
         outputs: Box::new(|dir, _| outputs(&[("catalog/", tree_digest(&dir.join("catalog")))])),
         check: no_check(),
+        commit_order: &["catalog/"],
     });
 }
 
@@ -146,6 +173,7 @@ fn catalog_deprecate_leaves_the_old_catalog_or_the_new() {
         }),
         outputs: Box::new(|dir, _| outputs(&[("catalog/", tree_digest(&dir.join("catalog")))])),
         check: no_check(),
+        commit_order: &["catalog/"],
     });
 }
 
@@ -182,6 +210,7 @@ fn build_into_a_layout_leaves_the_old_index_or_the_new_and_every_blob() {
             outputs(&[("oci/index.json", file_digest(&dir.join("oci/index.json")))])
         }),
         check: Box::new(|dir, _| check_layout(&dir.join("oci"))),
+        commit_order: &["oci/index.json"],
     });
 }
 
@@ -224,6 +253,7 @@ fn push_leaves_the_old_tag_or_the_new_and_every_blob() {
             )])
         }),
         check: Box::new(|_, run| check_registry(&host, &format!("crash/run-{run}"))),
+        commit_order: &["tag v1"],
     });
 }
 
@@ -267,5 +297,10 @@ fn release_leaves_the_old_catalog_and_layout_or_the_new() {
             ])
         }),
         check: Box::new(|dir, _| check_layout(&dir.join("oci"))),
+        // Both images go into the layout's index first, then the catalog folder is swapped
+        // in (bundle-tool/src/release/steps.rs, publish_to_layout): a kill between the two
+        // leaves the layout new and the catalog old, which the re-run completes; a catalog
+        // naming images the layout does not have is never a state a kill may leave.
+        commit_order: &["oci/index.json", "catalog/"],
     });
 }

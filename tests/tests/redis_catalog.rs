@@ -5,8 +5,9 @@
 //! and the result must equal `catalog/redis-operator/catalog.json`. The catalog must pass
 //! `catalog validate` and `opm validate`.
 //!
-//! `UPDATE_CATALOG=1 cargo test -p e2e --test redis_catalog` rewrites the file instead
-//! (catalog/README.md).
+//! `UPDATE_CATALOG=1 cargo test -p e2e --test redis_catalog` rewrites the file when it differs
+//! and then fails, so that only a run without it can pass: the check always compares the
+//! render with the file as it was before the run (catalog/README.md).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -92,6 +93,13 @@ fn epoch_for(catalog_file: &Path, image: &str) -> String {
         .map_or_else(|| SOURCE_DATE_EPOCH.into(), |seconds| seconds.to_string())
 }
 
+/// Replaces `path` with `bytes` by a rename, so that an interrupted update leaves the old file.
+fn write_atomically(path: &Path, bytes: &[u8]) {
+    let staged = path.with_extension("json.updating");
+    std::fs::write(&staged, bytes).unwrap_or_else(|e| panic!("{}: {e}", staged.display()));
+    std::fs::rename(&staged, path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
 #[test]
 fn createdat_converts_to_epoch_seconds() {
     assert_eq!(epoch_seconds("2025-11-30T00:00:00Z"), Some(1_764_460_800));
@@ -131,15 +139,27 @@ fn redis_catalog_is_rendered_from_its_template_and_valid() {
             .arg(format!("{image}={}", dir.display()));
     }
     let rendered = succeeded(command.output().unwrap(), "catalog template");
-    if std::env::var_os("UPDATE_CATALOG").is_some() {
-        std::fs::write(&rendered_file, &rendered).unwrap();
+    // The committed file, read before anything may write it: the comparison is always
+    // between the render and what was there.
+    let on_disk = std::fs::read(&rendered_file);
+    let matches = on_disk.as_ref().is_ok_and(|on_disk| *on_disk == rendered);
+    if !matches && std::env::var_os("UPDATE_CATALOG").is_some() {
+        write_atomically(&rendered_file, &rendered);
+        panic!(
+            "UPDATE_CATALOG: {} was not what catalog/template.yaml renders to and is rewritten; \
+             review and commit it, then run the test again without UPDATE_CATALOG to check it",
+            rendered_file.display()
+        );
     }
-    let on_disk = std::fs::read(&rendered_file).unwrap_or_default();
     assert!(
-        on_disk == rendered,
-        "{} is not what catalog/template.yaml renders to; run \
+        matches,
+        "{} is not what catalog/template.yaml renders to ({}); run \
          `UPDATE_CATALOG=1 cargo test -p e2e --test redis_catalog` and commit the file",
-        rendered_file.display()
+        rendered_file.display(),
+        match &on_disk {
+            Ok(bytes) => format!("{} bytes against {} rendered", bytes.len(), rendered.len()),
+            Err(error) => error.to_string(),
+        }
     );
 
     let ours = Command::new(e2e::bundle_tool_binary())

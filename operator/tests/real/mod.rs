@@ -434,6 +434,24 @@ pub async fn first_write(
     key: &str,
     old_run_id: &str,
 ) -> anyhow::Result<Duration> {
+    first_write_within(
+        client_service,
+        auth,
+        key,
+        old_run_id,
+        Duration::from_secs(90),
+    )
+    .await
+}
+
+/// [`first_write`], failing once `bound` has passed without one.
+pub async fn first_write_within(
+    client_service: SocketAddr,
+    auth: Option<(&str, &str)>,
+    key: &str,
+    old_run_id: &str,
+    bound: Duration,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
     loop {
         let attempt = async {
@@ -450,8 +468,8 @@ pub async fn first_write(
             return Ok(started.elapsed());
         }
         anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(90),
-            "no write succeeded through the client Service for 90 s"
+            started.elapsed() < bound,
+            "no write succeeded on another server through the client Service for {bound:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -503,16 +521,35 @@ pub async fn primary_of(clusters: &Api<RedisCluster>) -> anyhow::Result<String> 
         .context("no status.primary")
 }
 
-/// Waits for a failover away from `old`; returns the new primary once the client Service
-/// takes writes and every pod of the cluster follows it.
+/// Waits for a failover away from `old`; returns the new primary once the status names it.
 pub async fn wait_failover(
     setup: &Setup,
     clusters: &Api<RedisCluster>,
     old: &str,
 ) -> anyhow::Result<String> {
-    e2e::eventually(
+    wait_failover_within(
+        setup,
+        clusters,
+        old,
+        Instant::now(),
         Duration::from_secs(60),
-        "a new primary in status",
+    )
+    .await
+}
+
+/// [`wait_failover`], failing unless the status names a new primary within `bound` of
+/// `since` (when the primary was lost).
+pub async fn wait_failover_within(
+    setup: &Setup,
+    clusters: &Api<RedisCluster>,
+    old: &str,
+    since: Instant,
+    bound: Duration,
+) -> anyhow::Result<String> {
+    let left = bound.saturating_sub(since.elapsed());
+    e2e::eventually(
+        left,
+        &format!("a new primary in status within {bound:?} of losing {old}"),
         || async {
             let primary = primary_of(clusters).await?;
             Ok((primary != old).then_some(primary))
@@ -576,5 +613,57 @@ pub fn scan_logs(setup: &Setup, needles: &[String]) -> LogScan {
     let mut scan = LogScan::default();
     walk(setup.plane.root(), &mut scan, needles, false);
     walk(Path::new("/var/log/pods"), &mut scan, needles, true);
+    scan
+}
+
+/// What a scan of every process's command line found.
+#[derive(Debug, Default)]
+pub struct CmdlineScan {
+    /// Processes whose command line was read (an entry of `/proc` that is not a process, a
+    /// process gone before its read, or one without a command line does not count).
+    pub processes: usize,
+    /// The program of each command line read: its first word's file name (`redis-server`
+    /// for `/usr/bin/redis-server *:6379`, the title the server gives itself).
+    pub programs: std::collections::BTreeSet<String>,
+    /// `path: needle` for every needle found.
+    pub found: Vec<String>,
+}
+
+/// Reads the command line of every process below `proc_root` (`/proc`) and looks for each
+/// of `needles`.
+pub fn scan_cmdlines(proc_root: &Path, needles: &[&str]) -> CmdlineScan {
+    let mut scan = CmdlineScan::default();
+    for entry in std::fs::read_dir(proc_root).into_iter().flatten().flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let path = entry.path().join("cmdline");
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        if bytes.is_empty() {
+            continue;
+        }
+        scan.processes += 1;
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some(program) = text
+            .split(['\0', ' '])
+            .next()
+            .and_then(|first| first.rsplit('/').next())
+            .filter(|p| !p.is_empty())
+        {
+            scan.programs.insert(program.to_string());
+        }
+        for needle in needles {
+            if text.contains(needle) {
+                scan.found.push(format!("{}: {needle}", path.display()));
+            }
+        }
+    }
     scan
 }

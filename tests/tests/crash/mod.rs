@@ -95,6 +95,37 @@ pub struct Case<'a> {
     pub outputs: Step<'a, Outputs>,
     /// Integrity beyond old-or-new (blobs an index names exist, and so on).
     pub check: Step<'a, Result<(), String>>,
+    /// Every output's name, in the order the command replaces them. A kill may leave the
+    /// first few new and the rest old, nothing else: an output new while one before it in
+    /// this order is old is a failure.
+    pub commit_order: &'static [&'static str],
+}
+
+/// Where one output stands after a kill.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Version {
+    Old,
+    New,
+    /// The command does not change it: old and new at once.
+    Unchanged,
+}
+
+/// Whether outputs at `versions` (in commit order) are a state a kill can leave: new ones
+/// first, then old ones. `None` when so; else the first output that is new behind an old one.
+pub fn out_of_order(versions: &[(&str, Version)]) -> Option<String> {
+    let mut old_before: Option<&str> = None;
+    for (name, version) in versions {
+        match (version, old_before) {
+            (Version::Old, None) => old_before = Some(name),
+            (Version::New, Some(old)) => {
+                return Some(format!(
+                    "{name} is new while {old}, which the command replaces before it, is old"
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// What the runs of one case found.
@@ -119,7 +150,7 @@ impl std::fmt::Display for Report {
         let hits: Vec<String> = self.hits.iter().map(|(n, c)| format!("{n} {c}")).collect();
         write!(
             f,
-            "{} runs ({} of them at the renames), {} killed ({} calls traced in a full run); hit: {}; outputs old after the kill in {}, new in {}, mixed in {}; {} failures; {:.0} s",
+            "{} runs ({} of them at the renames), {} killed ({} calls traced in a full run); hit: {}; outputs old after the kill in {}, new in {}, the first few new and the rest old in {}; {} failures; {:.0} s",
             self.runs,
             self.at_renames,
             self.kills,
@@ -163,6 +194,14 @@ pub fn crash(case: &Case, runs: usize, seed: u64) -> Report {
     let calls = strace::calls(&program, &invocation);
     let new = (case.outputs)(&full, 0);
     assert_ne!(old, new, "{}: the command changes nothing", case.name);
+    let mut named: Vec<&str> = case.commit_order.to_vec();
+    named.sort_unstable();
+    assert_eq!(
+        named,
+        new.keys().map(String::as_str).collect::<Vec<_>>(),
+        "{}: the commit order must name every output once",
+        case.name
+    );
     (case.check)(&full, 0).unwrap_or_else(|e| panic!("{}: a full run: {e}", case.name));
 
     let mut rng = rng::SplitMix::new(seed);
@@ -213,6 +252,29 @@ pub fn crash(case: &Case, runs: usize, seed: u64) -> Report {
         if killed {
             report.old_after_kill += usize::from(all_old);
             report.new_after_kill += usize::from(all_new && !all_old);
+        }
+        let versions: Vec<(&str, Version)> = case
+            .commit_order
+            .iter()
+            .filter_map(|name| {
+                let (now, was, will) = (after.get(*name)?, &old[*name], &new[*name]);
+                let version = if was == will {
+                    Version::Unchanged
+                } else if now == will {
+                    Version::New
+                } else if now == was {
+                    Version::Old
+                } else {
+                    // Neither: a failure of its own, reported above.
+                    return None;
+                };
+                Some((*name, version))
+            })
+            .collect();
+        if let Some(mixed) = out_of_order(&versions) {
+            report
+                .failures
+                .push(fail(format!("after the kill: {mixed}")));
         }
         if let Err(e) = (case.check)(&dir, run) {
             report.failures.push(fail(format!("after the kill: {e}")));
