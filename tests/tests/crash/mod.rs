@@ -329,9 +329,12 @@ pub fn assert_crash_safe(case: &Case) {
     let report = crash(case, runs(), seed);
     eprintln!("{}: {report}", case.name);
     assert!(
-        // Thread scheduling moves a few calls between threads; far fewer kills than runs
-        // means the drawn points are not this binary's calls.
-        report.kills * 4 >= report.runs * 3,
+        // Thread scheduling moves calls between threads (a point is the nth call of a
+        // syscall in one thread), the more so on busy cores: with four test binaries side by
+        // side on 2 cores, `release` was killed in 79 and 78 of 108 runs (73 %), where the
+        // binaries one at a time gave over 75 %. Points that are not this binary's calls
+        // give almost no kills, far below three in five.
+        report.kills * 5 >= report.runs * 3,
         "{}: only {} of {} runs were killed: the kill points do not match the runs",
         case.name,
         report.kills,
