@@ -30,6 +30,7 @@ pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod durable;
+pub mod error_chain;
 pub mod go_json;
 pub mod go_quote;
 pub mod health_probe;

@@ -26,20 +26,18 @@ mod serve;
 mod validate;
 
 pub use audit::{AuditArgs, AuditFormat};
-pub use build::{BuildArgs, bundle_image, catalog_image, runnable_catalog_image};
+pub use build::BuildArgs;
 pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
 pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs};
 pub use error::ActionError;
-pub use generate::{
-    BundleInputs, GenerateArgs, created_at, created_at_of_csv, source_date_epoch_is_set,
-};
+pub use generate::GenerateArgs;
 pub use objects::ObjectsArgs;
 pub use outcome::{Outcome, Output, Status};
 pub use push::{InspectArgs, PullArgs, PushAllArgs, PushArgs};
-pub use registry_args::{RegistryAccess, RegistryArgs, runtime};
+pub use registry_args::{RegistryArgs, runtime};
 pub use release::{ReleaseArgs, ReleaseFormat};
 pub use serve::ServeArgs;
-pub use validate::{ValidateArgs, ValidateFormat, validation_text};
+pub use validate::{ValidateArgs, ValidateFormat};
 
 pub use crate::catalog::add::AddArgs;
 pub use crate::catalog::deprecate::DeprecateArgs;

@@ -2,6 +2,7 @@
 //! to an OCI image layout (readable by skopeo and umoci), pushed to any distribution registry
 //! and pulled back safely.
 
+mod access;
 mod blob;
 mod build;
 mod catalog;
@@ -17,6 +18,7 @@ mod rootfs;
 mod session;
 mod unpack;
 
+pub use access::{RegistryAccess, RegistrySettings};
 pub use blob::Blob;
 pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
 pub use catalog::{

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use oci_client::Reference;
 
 use super::catalog_edit::StagedCatalog;
-use super::steps::{prepare_commit, swap_in};
-use super::summary::{StepStatus, Summary};
-use super::{Plan, ReleaseError};
+use super::commit::{prepare_commit, swap_in};
+use super::summary::{Step, StepStatus, Summary};
+use super::{Plan, ReleaseError, StepError};
 use crate::durable;
 use crate::image::{BlobsPushed, BuiltImage, RegistryClient, parse_reference};
 
@@ -164,8 +164,8 @@ impl Registries {
             let ready = preparing.map(|preparing| {
                 preparing.join().unwrap_or_else(|_| {
                     Err(ReleaseError::step(
-                        "catalog-add",
-                        crate::action::ActionError::message("staging the catalog panicked"),
+                        Step::CatalogAdd,
+                        StepError::Message("staging the catalog panicked".into()),
                     ))
                 })
             });
@@ -192,7 +192,7 @@ impl Registries {
         )
         .map_err(|message| push_error(&bundle_reference, message))?;
         summary.set(
-            "push-bundle",
+            Step::PushBundle,
             StepStatus::Done,
             format!("{bundle_reference}@{}", bundle.digest()),
         );
@@ -214,7 +214,7 @@ impl Registries {
         match pushed {
             Ok(digest) => {
                 summary.set(
-                    "push-catalog",
+                    Step::PushCatalog,
                     StepStatus::Done,
                     format!("{}@{digest}", plan.catalog_image),
                 );
