@@ -8,6 +8,25 @@ use super::{Action, ActionError, Outcome};
 use crate::bundle::read;
 use crate::image::{self, BuiltImage, ImageFormat};
 
+/// The manifest format of an image, as `--format` names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ManifestFormat {
+    /// OCI image manifest (the default).
+    #[default]
+    Oci,
+    /// Docker image manifest v2, schema 2 (for registries or tools that want it).
+    Docker,
+}
+
+impl From<ManifestFormat> for ImageFormat {
+    fn from(format: ManifestFormat) -> ImageFormat {
+        match format {
+            ManifestFormat::Oci => ImageFormat::Oci,
+            ManifestFormat::Docker => ImageFormat::Docker,
+        }
+    }
+}
+
 /// `bundle-tool build`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
@@ -31,7 +50,7 @@ pub struct BuildArgs {
     pub oci_layout: PathBuf,
     /// Manifest format: OCI (default) or Docker v2 schema 2.
     #[arg(long, value_enum, default_value = "oci")]
-    pub format: ImageFormat,
+    pub format: ManifestFormat,
 }
 
 /// The image of a bundle folder, labelled with its annotations.
@@ -91,7 +110,7 @@ impl Action for BuildArgs {
             }
             (None, None) => return Err(ActionError::message("a folder to build is needed")),
         };
-        let image = image.with_format(self.format);
+        let image = image.with_format(self.format.into());
         image::write_layout(&self.oci_layout, &tag, &image)?;
         let line = format!("{}:{tag}@{}", self.oci_layout.display(), image.digest());
         let mut outcome = Outcome::line(line);

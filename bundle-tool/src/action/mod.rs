@@ -14,6 +14,9 @@
 mod audit;
 mod build;
 mod catalog;
+mod catalog_edit;
+mod catalog_graph;
+mod catalog_template;
 mod check_upgrade;
 mod error;
 mod generate;
@@ -26,9 +29,12 @@ mod serve;
 mod validate;
 
 pub use audit::{AuditArgs, AuditFormat};
-pub use build::BuildArgs;
+pub use build::{BuildArgs, ManifestFormat};
 pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
-pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs};
+pub use catalog_edit::{AddArgs, DeprecateArgs};
+pub use catalog_graph::{GraphArgs, GraphOutput};
+pub use catalog_template::{TemplateArgs, TemplateOutput};
+pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs, UpgradeFormat};
 pub use error::ActionError;
 pub use generate::GenerateArgs;
 pub use objects::ObjectsArgs;
@@ -38,11 +44,6 @@ pub use registry_args::{RegistryArgs, runtime};
 pub use release::{ReleaseArgs, ReleaseFormat};
 pub use serve::ServeArgs;
 pub use validate::{ValidateArgs, ValidateFormat};
-
-pub use crate::catalog::add::AddArgs;
-pub use crate::catalog::deprecate::DeprecateArgs;
-pub use crate::catalog::graph::GraphArgs;
-pub use crate::catalog::template::TemplateArgs;
 
 /// A command: its options, and running it.
 pub trait Action {

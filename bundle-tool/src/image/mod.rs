@@ -51,7 +51,7 @@ pub const DOCKER_CONFIG_MEDIA_TYPE: &str = "application/vnd.docker.container.ima
 pub const DOCKER_LAYER_MEDIA_TYPE: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
 
 /// The manifest format of an image.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ImageFormat {
     /// OCI image manifest (the default).
     #[default]

@@ -9,7 +9,7 @@ use super::catalog_edges::CatalogReport;
 use super::finding::{Finding, Level, Report};
 
 /// Output formats of `check-upgrade` and `catalog check-upgrades`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Findings one block each, then a verdict line.
     Text,
