@@ -205,9 +205,13 @@ pub fn error_policy(cluster: Arc<RedisCluster>, error: &Error, ctx: Arc<Context>
     Action::requeue(backoff(failures))
 }
 
-/// The wait after the `failures`-th failure in a row (1-based).
+/// The wait after the `failures`-th failure in a row (1-based): 1 s doubling, capped at the
+/// resync period (the cap is [`RESYNC`] alone; a shift too wide for `u64` counts as past it).
 pub fn backoff(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.saturating_sub(1).min(8)).min(RESYNC)
+    let seconds = 1u64
+        .checked_shl(failures.saturating_sub(1))
+        .unwrap_or(u64::MAX);
+    Duration::from_secs(seconds).min(RESYNC)
 }
 
 async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
@@ -571,8 +575,10 @@ mod tests {
     #[test]
     fn the_backoff_doubles_from_a_second_to_the_resync_period() {
         let waits: Vec<u64> = (1..=10).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 256]);
-        assert_eq!(backoff(u32::MAX), Duration::from_secs(256).min(RESYNC));
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300]);
+        assert_eq!(RESYNC, Duration::from_secs(300));
+        assert_eq!(backoff(64), RESYNC);
+        assert_eq!(backoff(u32::MAX), RESYNC);
     }
 
     #[test]
