@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::annotations::BundleAnnotations;
 use super::config::{CsvMetadata, GenerateConfig};
 use crate::manifest::KubeObject;
+use crate::manifest::text;
 
 /// Kinds a registry+v1 bundle may hold in `manifests/` (operator-registry's list).
 pub const SUPPORTED_KINDS: [&str; 22] = [
@@ -62,13 +63,6 @@ pub enum GenerateError {
     /// The manifests cannot make a bundle.
     #[error("{0}")]
     Manifests(String),
-}
-
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 fn version_of(api_version: &str) -> &str {
