@@ -145,7 +145,7 @@ impl Action for CatalogCheckUpgradesArgs {
             images
                 .sources
                 .add_mapping(spec, std::path::Path::new(""))
-                .map_err(|e| upgrade::UpgradeError::Catalog(e.to_string()))?;
+                .map_err(upgrade::UpgradeError::from)?;
         }
         let report = upgrade::check_catalog(&self.dir, self.package.as_deref(), &images)?;
         Ok(Outcome {

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::crd_rules::Crd;
+use crate::catalog::bundle_source::{BundleSourceError, MappingError};
+use crate::catalog::declcfg::LoadError;
 use crate::manifest::{self, ManifestError};
 
 /// Why a bundle could not be read for the upgrade checks.
@@ -35,11 +37,41 @@ pub enum UpgradeError {
         message: String,
     },
     /// The catalog could not be loaded.
-    #[error("{0}")]
-    Catalog(String),
+    #[error(transparent)]
+    Load(Box<LoadError>),
+    /// The catalog has no such package.
+    #[error("{}: no package {package:?} in the catalog", catalog.display())]
+    NoPackage {
+        /// The catalog folder.
+        catalog: PathBuf,
+        /// The package asked for.
+        package: String,
+    },
+    /// A `--bundle-source` is malformed.
+    #[error(transparent)]
+    Mapping(#[from] MappingError),
+    /// A `--bundle-source` folder could not be read as the bundle its image names.
+    #[error("--bundle-source: {0}")]
+    BundleSource(Box<BundleSourceError>),
+    /// What was read for an image is another bundle than the catalog's.
+    #[error("{image}: the bundle read for it is {read:?}, the catalog's is {catalog:?}")]
+    OtherBundle {
+        /// The image reference.
+        image: String,
+        /// The bundle name read.
+        read: String,
+        /// The catalog's bundle name.
+        catalog: String,
+    },
     /// The cluster of `--kubeconfig` could not be read.
     #[error("{0}")]
     Cluster(String),
+}
+
+impl From<LoadError> for UpgradeError {
+    fn from(error: LoadError) -> Self {
+        UpgradeError::Load(Box::new(error))
+    }
 }
 
 /// A bundle as the upgrade checks read it.
