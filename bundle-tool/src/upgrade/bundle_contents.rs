@@ -64,14 +64,54 @@ pub enum UpgradeError {
         catalog: String,
     },
     /// The cluster of `--kubeconfig` could not be read.
-    #[error("{0}")]
-    Cluster(String),
+    #[error("{}: {error}", kubeconfig.display())]
+    Cluster {
+        /// The kubeconfig file.
+        kubeconfig: PathBuf,
+        /// What failed.
+        error: Box<ClusterError>,
+    },
 }
 
 impl From<LoadError> for UpgradeError {
     fn from(error: LoadError) -> Self {
         UpgradeError::Load(Box::new(error))
     }
+}
+
+/// What could not be read from the cluster of `--kubeconfig`.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The runtime for the client could not start.
+    #[error("{0}")]
+    Runtime(#[source] std::io::Error),
+    /// The kubeconfig file could not be read.
+    #[error("{0}")]
+    Read(#[source] kube::config::KubeconfigError),
+    /// The kubeconfig does not give a usable configuration.
+    #[error("unusable kubeconfig: {0}")]
+    Unusable(#[source] kube::config::KubeconfigError),
+    /// No client could be made from it.
+    #[error("{0}")]
+    Client(#[source] kube::Error),
+    /// A CRD could not be read.
+    #[error("reading CRD {name}: {error}")]
+    ReadCrd {
+        /// The CRD.
+        name: String,
+        /// The API error.
+        error: kube::Error,
+    },
+    /// The custom resources of a CRD version could not be listed.
+    #[error("listing {name} at {version}: {error}")]
+    List {
+        /// The CRD.
+        name: String,
+        /// The version.
+        version: String,
+        /// The API error.
+        error: kube::Error,
+    },
 }
 
 /// A bundle as the upgrade checks read it.
