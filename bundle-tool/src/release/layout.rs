@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::catalog_edit::StagedCatalog;
 use super::commit::commit_catalog;
 use super::summary::{Step, StepStatus, Summary};
-use super::{Plan, ReleaseError};
+use super::{Outputs, Plan, ReleaseError};
 use crate::durable;
 use crate::image::{self, BuiltImage};
 
@@ -16,10 +15,13 @@ use crate::image::{self, BuiltImage};
 pub(super) fn publish_to_layout(
     plan: &Plan,
     summary: &mut Summary,
-    bundle: &BuiltImage,
-    catalog: &BuiltImage,
-    staged: Option<&StagedCatalog>,
+    outputs: Outputs,
 ) -> Result<(), ReleaseError> {
+    let Outputs {
+        bundle,
+        catalog,
+        staged,
+    } = outputs;
     let layout = &plan.oci_layout;
     // A re-run after a kill may have nothing to write to the catalog; what the killed run
     // staged beside it goes all the same.

@@ -34,6 +34,18 @@ pub use plan::{Plan, Settings};
 pub use steps::run;
 pub use summary::{Step, StepStatus, Summary};
 
+/// What a release publishes, once every step before has passed: both images, and the
+/// catalog edit (none when the release is already in the catalog).
+#[derive(Clone, Copy)]
+pub struct Outputs<'a> {
+    /// The bundle image.
+    pub bundle: &'a crate::image::BuiltImage,
+    /// The catalog image.
+    pub catalog: &'a crate::image::BuiltImage,
+    /// The catalog's new files.
+    pub staged: Option<&'a catalog_edit::StagedCatalog>,
+}
+
 /// Why a step's own work failed: the error of the area that did it, printed as the verb
 /// that does the same work prints it.
 #[derive(Debug, thiserror::Error)]

@@ -13,10 +13,9 @@ use std::sync::Arc;
 
 use oci_client::Reference;
 
-use super::catalog_edit::StagedCatalog;
 use super::commit::{prepare_commit, swap_in};
 use super::summary::{Step, StepStatus, Summary};
-use super::{Plan, ReleaseError, StepError};
+use super::{Outputs, Plan, ReleaseError, StepError};
 use crate::durable;
 use crate::image::{BlobsPushed, BuiltImage, RegistryClient, parse_reference};
 
@@ -118,16 +117,19 @@ impl Registries {
         );
     }
 
-    /// Pushes the bundle image, writes `staged` into the catalog folder, pushes the catalog
+    /// Pushes the bundle image, writes the staged files into the catalog folder, pushes the catalog
     /// image; fills in the summary's push steps.
     pub fn publish(
         &mut self,
         plan: &Plan,
         summary: &mut Summary,
-        bundle: &BuiltImage,
-        catalog: &BuiltImage,
-        staged: Option<&StagedCatalog>,
+        outputs: Outputs,
     ) -> Result<(), ReleaseError> {
+        let Outputs {
+            bundle,
+            catalog,
+            staged,
+        } = outputs;
         durable::sweep(&plan.catalog_dir);
         let bundle_reference = plan.bundle_image();
         // Blobs first, both images at once: nothing is visible until a manifest names them,

@@ -14,7 +14,7 @@ use super::catalog_edit::{self, StagedCatalog};
 use super::layout::publish_to_layout;
 use super::publish::Registries;
 use super::summary::{Step, StepStatus, Summary};
-use super::{Plan, ReleaseError, StepError, bundle_diff};
+use super::{Outputs, Plan, ReleaseError, StepError, bundle_diff};
 use crate::audit::CapabilityLevel;
 use crate::bundle::BundleInputs;
 use crate::bundle::inputs::{created_at, created_at_of_csv};
@@ -99,21 +99,14 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     let new_entry = (!already).then_some(generated.rendered);
     let (staged, catalog_image) =
         catalog_steps(plan, summary, new_entry, server_layer, &mut removing)?;
+    let outputs = Outputs {
+        bundle: &bundle_image,
+        catalog: &catalog_image,
+        staged: staged.as_ref(),
+    };
     match registries {
-        Some(registries) => registries?.publish(
-            plan,
-            summary,
-            &bundle_image,
-            &catalog_image,
-            staged.as_ref(),
-        )?,
-        None => publish_to_layout(
-            plan,
-            summary,
-            &bundle_image,
-            &catalog_image,
-            staged.as_ref(),
-        )?,
+        Some(registries) => registries?.publish(plan, summary, outputs)?,
+        None => publish_to_layout(plan, summary, outputs)?,
     }
     finish(plan, summary, staged.as_ref());
     Ok(())
