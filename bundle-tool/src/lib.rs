@@ -26,12 +26,20 @@
 //!   installer ServiceAccount needs.
 //! - [`upgrade`]: whether users of one bundle can upgrade to the next (CRD preflight rules,
 //!   the upgrade edge, the CSV's changes), for a pair or every edge of a catalog.
+//! - [`release`]: one version published end to end (generate, validate, audit, build, the
+//!   catalog edit, the images), leaving the catalog and the layout as they were on failure.
+//! - [`health_probe`]: `grpc_health_probe` built in, for the catalog image's probes.
+//! - [`image_ref`]: image pull-spec checks with the docker reference grammar's messages.
+//! - [`go_quote`]: Go's `%q` of a string, for opm's mermaid graphs and the preflight messages.
+//! - [`markdown`]: what the Markdown reports share (a table cell).
+//! - [`error_chain`]: an error printed with its causes on one line.
 
 pub mod action;
 pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod durable;
+pub mod error_chain;
 pub mod go_json;
 pub mod go_quote;
 pub mod health_probe;
@@ -40,6 +48,7 @@ pub mod image;
 pub mod image_ref;
 pub mod location;
 pub mod manifest;
+pub mod markdown;
 pub mod olm_property;
 pub mod olm_v1;
 pub mod parallel;

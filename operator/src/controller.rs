@@ -5,9 +5,8 @@
 //! applied, and the status is patched only when it differs. So a reconcile with nothing to do
 //! makes no API write, and converged clusters cost nothing but the periodic resync.
 
-use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -19,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event as KubeEvent, EventType};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::utils::Backoff;
@@ -30,7 +29,9 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::api::v1::{RedisCluster, RedisClusterStatus};
-use crate::metrics::Metrics;
+pub use crate::context::Context;
+pub use crate::error::Error;
+use crate::error::kube_err;
 use crate::replication::{self, Recorded};
 use crate::resources;
 use crate::status::{self, Observed};
@@ -51,91 +52,6 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 pub const REPLICATION_RESYNC: Duration = Duration::from_secs(10);
 /// How often a cluster that is still changing is looked at.
 pub const PROGRESS_REQUEUE: Duration = Duration::from_secs(2);
-
-/// Why a reconcile failed.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// An API call failed.
-    #[error("{action}: {source}")]
-    Kube {
-        /// What was being done.
-        action: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// The finalizer machinery failed.
-    #[error("finalizer: {0}")]
-    Finalizer(String),
-    /// A Secret the cluster needs is missing or unusable.
-    #[error("{0}")]
-    Secret(String),
-}
-
-impl Error {
-    /// A short label for metrics (`errors by reason`).
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Error::Kube {
-                source: kube::Error::Api(status),
-                ..
-            } if status.code == 403 => "Forbidden",
-            Error::Kube {
-                source: kube::Error::Api(status),
-                ..
-            } if status.code == 409 => "Conflict",
-            Error::Kube {
-                source: kube::Error::Api(_),
-                ..
-            } => "ApiError",
-            Error::Kube { .. } => "ClientError",
-            Error::Finalizer(_) => "Finalizer",
-            Error::Secret(_) => "Secret",
-        }
-    }
-}
-
-fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let action = action.into();
-    move |source| Error::Kube { action, source }
-}
-
-/// What every reconcile shares.
-pub struct Context {
-    /// The API client.
-    pub client: kube::Client,
-    /// Metrics the operator exports.
-    pub metrics: Arc<Metrics>,
-    /// Talk to Redis (failover, repointing). Off, ordinal 0 is the primary and only the
-    /// labels are kept: for clusters whose pod network the operator cannot reach, and for
-    /// kwok, whose pods run nothing.
-    pub manage_replication: bool,
-    pub(crate) recorder: Recorder,
-    failures: Mutex<HashMap<ObjectRef<RedisCluster>, u32>>,
-    /// Since when each cluster's primary has not answered.
-    pub(crate) primary_down_since: Mutex<HashMap<ObjectRef<RedisCluster>, Instant>>,
-}
-
-impl Context {
-    /// A context for `client`, publishing Events as `reporter`.
-    pub fn new(client: kube::Client, metrics: Arc<Metrics>, reporter: &str) -> Self {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: "redis-operator".into(),
-                instance: Some(reporter.into()),
-            },
-        );
-        Context {
-            client,
-            metrics,
-            manage_replication: true,
-            recorder,
-            failures: Mutex::new(HashMap::new()),
-            primary_down_since: Mutex::new(HashMap::new()),
-        }
-    }
-}
 
 /// Runs the controller until `shutdown` resolves.
 pub async fn run(
@@ -249,7 +165,7 @@ pub async fn reconcile(cluster: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<
     .map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e)
         | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(other.to_string()),
+        other => Error::Finalizer(Box::new(other)),
     });
     ctx.metrics
         .observe_reconcile(started.elapsed(), result.as_ref().err().map(Error::reason));
@@ -289,9 +205,13 @@ pub fn error_policy(cluster: Arc<RedisCluster>, error: &Error, ctx: Arc<Context>
     Action::requeue(backoff(failures))
 }
 
-/// The wait after the `failures`-th failure in a row (1-based).
+/// The wait after the `failures`-th failure in a row (1-based): 1 s doubling, capped at the
+/// resync period (the cap is [`RESYNC`] alone; a shift too wide for `u64` counts as past it).
 pub fn backoff(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.saturating_sub(1).min(8)).min(RESYNC)
+    let seconds = 1u64
+        .checked_shl(failures.saturating_sub(1))
+        .unwrap_or(u64::MAX);
+    Duration::from_secs(seconds).min(RESYNC)
 }
 
 async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
@@ -655,8 +575,10 @@ mod tests {
     #[test]
     fn the_backoff_doubles_from_a_second_to_the_resync_period() {
         let waits: Vec<u64> = (1..=10).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 256]);
-        assert_eq!(backoff(u32::MAX), Duration::from_secs(256).min(RESYNC));
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300]);
+        assert_eq!(RESYNC, Duration::from_secs(300));
+        assert_eq!(backoff(64), RESYNC);
+        assert_eq!(backoff(u32::MAX), RESYNC);
     }
 
     #[test]

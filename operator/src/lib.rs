@@ -5,8 +5,10 @@
 
 pub mod api;
 pub mod api_writes;
+pub mod context;
 pub mod controller;
 pub mod crd;
+pub mod error;
 pub mod http;
 pub mod manifests;
 pub mod metrics;

@@ -13,7 +13,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use crate::api::v1::RedisCluster;
-use crate::controller::{Context, Error};
+use crate::context::Context;
+use crate::error::Error;
 use crate::redis::{Connection, Replication, Role};
 use crate::resources::{self, REDIS_PORT, REPLICATION_USER, ROLE_LABEL};
 use crate::topology::{self, Member, Probe};

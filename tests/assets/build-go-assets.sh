@@ -5,7 +5,7 @@
 #   tests/assets/build-go-assets.sh            # build what is missing, print the cache dir
 #
 # Layout: $ASSET_CACHE/<component>-<version>/{bin/*,...,.complete}
-# The versions here are the project's pins (DEVELOPERS.md); change one and the
+# The versions here are the project's pins; change one and the
 # cache key changes with it.
 set -euo pipefail
 

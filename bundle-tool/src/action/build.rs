@@ -8,6 +8,25 @@ use super::{Action, ActionError, Outcome};
 use crate::bundle::read;
 use crate::image::{self, BuiltImage, ImageFormat};
 
+/// The manifest format of an image, as `--format` names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ManifestFormat {
+    /// OCI image manifest (the default).
+    #[default]
+    Oci,
+    /// Docker image manifest v2, schema 2 (for registries or tools that want it).
+    Docker,
+}
+
+impl From<ManifestFormat> for ImageFormat {
+    fn from(format: ManifestFormat) -> ImageFormat {
+        match format {
+            ManifestFormat::Oci => ImageFormat::Oci,
+            ManifestFormat::Docker => ImageFormat::Docker,
+        }
+    }
+}
+
 /// `bundle-tool build`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
@@ -31,50 +50,35 @@ pub struct BuildArgs {
     pub oci_layout: PathBuf,
     /// Manifest format: OCI (default) or Docker v2 schema 2.
     #[arg(long, value_enum, default_value = "oci")]
-    pub format: ImageFormat,
+    pub format: ManifestFormat,
 }
 
 /// The image of a bundle folder, labelled with its annotations.
-pub fn bundle_image(dir: &std::path::Path) -> Result<BuiltImage, ActionError> {
+pub(super) fn bundle_image(dir: &std::path::Path) -> Result<BuiltImage, ActionError> {
     let labels = read::labels(dir)?;
     Ok(image::build_bundle_image(dir, &labels)?)
 }
 
 /// The catalog image of a catalog folder, refused unless the folder validates as opm would
-/// load it; with the validated model (dropping it is the caller's choice).
-pub fn catalog_image(
+/// load it; with the validated model (dropping it is the caller's choice) and the warning
+/// about a dynamically linked server, if any.
+fn catalog_image(
     dir: &std::path::Path,
-) -> Result<(BuiltImage, crate::catalog::model::Model), ActionError> {
+) -> Result<(BuiltImage, crate::catalog::model::Model, Option<String>), ActionError> {
     let (_, valid) = crate::catalog::model::validate_dir(dir)
         .map_err(|e| ActionError::message(format!("{}: {e}", dir.display())))?;
     let server = image::server_binary()?;
     let server_layer = image::ServerLayer::prepare(&server)?;
-    Ok((runnable_catalog_image(dir, &server, &server_layer)?, valid))
-}
-
-/// The catalog image of an already validated catalog folder above `server`'s prepared layer,
-/// with a warning when the server is linked dynamically.
-pub fn runnable_catalog_image(
-    dir: &std::path::Path,
-    server: &std::path::Path,
-    server_layer: &image::ServerLayer,
-) -> Result<BuiltImage, ActionError> {
-    let built = image::build_catalog_image_with(dir, server_layer)?;
-    if !built.static_server {
-        // Said, not refused: the image still runs, on nodes like this machine.
-        eprintln!(
-            "warning: {} is dynamically linked: the catalog image carries this machine's shared libraries for it; for an image that is the same everywhere, build bundle-tool statically (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu) and set {}",
-            server.display(),
-            image::SERVER_BINARY_VARIABLE
-        );
-    }
-    Ok(built.image)
+    let built = image::build_catalog_image_with(dir, &server_layer)?;
+    let warning = built.warning(&server);
+    Ok((built.image, valid, warning))
 }
 
 impl Action for BuildArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         // A catalog's validated model, handed to the binary rather than freed here.
         let mut model = None;
+        let mut notes = Vec::new();
         let (image, tag) = match (&self.binary, &self.dir) {
             (Some(binary), _) => {
                 let name = binary
@@ -90,8 +94,9 @@ impl Action for BuildArgs {
             }
             (None, Some(dir)) => {
                 let image = if self.catalog {
-                    let (image, valid) = catalog_image(dir)?;
+                    let (image, valid, warning) = catalog_image(dir)?;
                     model = Some(valid);
+                    notes.extend(warning);
                     image
                 } else {
                     bundle_image(dir)?
@@ -105,9 +110,11 @@ impl Action for BuildArgs {
             }
             (None, None) => return Err(ActionError::message("a folder to build is needed")),
         };
-        let image = image.with_format(self.format);
+        let image = image.with_format(self.format.into());
         image::write_layout(&self.oci_layout, &tag, &image)?;
         let line = format!("{}:{tag}@{}", self.oci_layout.display(), image.digest());
-        Ok(Outcome::line(line).keeping(model))
+        let mut outcome = Outcome::line(line);
+        outcome.notes = notes;
+        Ok(outcome.keeping(model))
     }
 }

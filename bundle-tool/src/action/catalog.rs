@@ -1,5 +1,5 @@
-//! `bundle-tool catalog …`: validate and render here; template, add, deprecate and graph run
-//! their area's function (their options live beside it in `catalog/`).
+//! `bundle-tool catalog validate` and `catalog render`; template, add, deprecate and graph
+//! have files of their own (`catalog_template.rs`, `catalog_edit.rs`, `catalog_graph.rs`).
 
 use std::path::PathBuf;
 
@@ -126,28 +126,4 @@ fn spool_catalog(dir: &std::path::Path, spool: &mut JsonSpool) -> Result<(), Act
         index.append(stored);
         Ok(())
     })
-}
-
-impl Action for crate::catalog::template::TemplateArgs {
-    fn run(&self) -> Result<Outcome, ActionError> {
-        Ok(Outcome::text(crate::catalog::template::run(self)?))
-    }
-}
-
-impl Action for crate::catalog::add::AddArgs {
-    fn run(&self) -> Result<Outcome, ActionError> {
-        Ok(Outcome::text(crate::catalog::add::run(self)?))
-    }
-}
-
-impl Action for crate::catalog::deprecate::DeprecateArgs {
-    fn run(&self) -> Result<Outcome, ActionError> {
-        Ok(Outcome::text(crate::catalog::deprecate::run(self)?))
-    }
-}
-
-impl Action for crate::catalog::graph::GraphArgs {
-    fn run(&self) -> Result<Outcome, ActionError> {
-        Ok(Outcome::text(crate::catalog::graph::run(self)?))
-    }
 }

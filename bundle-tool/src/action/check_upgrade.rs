@@ -9,6 +9,27 @@ use crate::catalog::bundle_source::BundleSources;
 use crate::location::Location;
 use crate::upgrade::{self, BundleContents, Checks, Format};
 
+/// Output formats of `check-upgrade` and `catalog check-upgrades`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum UpgradeFormat {
+    /// Findings one block each, then a verdict line.
+    Text,
+    /// `{old, new, passed, counts, findings}`.
+    Json,
+    /// A Markdown table.
+    Md,
+}
+
+impl From<UpgradeFormat> for Format {
+    fn from(format: UpgradeFormat) -> Format {
+        match format {
+            UpgradeFormat::Text => Format::Text,
+            UpgradeFormat::Json => Format::Json,
+            UpgradeFormat::Md => Format::Md,
+        }
+    }
+}
+
 /// `bundle-tool check-upgrade`.
 #[derive(Debug, clap::Args)]
 pub struct CheckUpgradeArgs {
@@ -18,7 +39,7 @@ pub struct CheckUpgradeArgs {
     pub new: PathBuf,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    pub output: UpgradeFormat,
     /// Pull image references over plain HTTP.
     #[arg(long)]
     pub plain_http: bool,
@@ -62,7 +83,7 @@ impl Action for CheckUpgradeArgs {
             report = upgrade::Report::new(report.old, report.new, findings);
         }
         Ok(Outcome {
-            output: Output::Text(upgrade::render_report(&report, self.output)),
+            output: Output::Text(upgrade::render_report(&report, self.output.into())),
             notes,
             status: if report.has_errors() {
                 Status::Failure
@@ -100,7 +121,7 @@ pub struct CatalogCheckUpgradesArgs {
     pub package: Option<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    pub output: UpgradeFormat,
     /// Read the bundle image REF from the local bundle folder DIR (repeatable), for bundles
     /// the catalog names by image only.
     #[arg(long = "bundle-source", value_name = "REF=DIR")]
@@ -124,11 +145,11 @@ impl Action for CatalogCheckUpgradesArgs {
             images
                 .sources
                 .add_mapping(spec, std::path::Path::new(""))
-                .map_err(|e| upgrade::UpgradeError::Catalog(e.to_string()))?;
+                .map_err(upgrade::UpgradeError::from)?;
         }
         let report = upgrade::check_catalog(&self.dir, self.package.as_deref(), &images)?;
         Ok(Outcome {
-            output: Output::Text(upgrade::render_catalog(&report, self.output)),
+            output: Output::Text(upgrade::render_catalog(&report, self.output.into())),
             notes: report.not_checked.clone(),
             status: if report.has_errors() {
                 Status::Failure

@@ -1,10 +1,9 @@
 //! Why a command could not run. Each area's own error is kept whole, and printed as the
 //! tool always printed it: the message, then each cause after `: `.
 
-use std::error::Error as _;
-
 use crate::bundle::config::ConfigError;
 use crate::bundle::generate::GenerateError;
+use crate::bundle::inputs::InputsError;
 use crate::bundle::read::BundleReadError;
 use crate::catalog::declcfg::LoadError;
 use crate::catalog::graph::GraphRunError;
@@ -30,6 +29,9 @@ pub enum ActionError {
     /// A bundle folder's labels could not be read.
     #[error(transparent)]
     Bundle(#[from] BundleReadError),
+    /// The manifests, samples or icon of a bundle could not be read.
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
     /// The manifests cannot make a bundle.
     #[error(transparent)]
     Generate(#[from] GenerateError),
@@ -43,7 +45,7 @@ pub enum ActionError {
     #[error(transparent)]
     Upgrade(#[from] UpgradeError),
     /// Reading or writing files or standard streams.
-    #[error("{}", with_causes(.0))]
+    #[error("{}", crate::error_chain::with_causes(.0))]
     Io(#[from] std::io::Error),
     /// The areas that still report with anyhow (registry exchanges, unpacking, audit).
     #[error("{0:#}")]
@@ -98,16 +100,4 @@ impl ActionError {
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, ActionError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
     }
-}
-
-/// `error` and each of its causes after `: ` (anyhow's `{:#}`, which the tool used to print).
-fn with_causes(error: &std::io::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
 }

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{Action, ActionError, Outcome};
-use crate::bundle::{self, GenerateConfig, GeneratedBundle};
-use crate::manifest::{self, KubeObject};
+use crate::bundle::inputs::{created_at, csv_file, source_date_epoch_is_set};
+use crate::bundle::{self, BundleInputs, GenerateConfig, GeneratedBundle};
 
 /// `bundle-tool generate`.
 #[derive(Debug, clap::Args)]
@@ -113,77 +113,6 @@ impl Action for GenerateArgs {
     }
 }
 
-/// What a bundle is generated from, read once: the config, the manifests, the samples and
-/// the icon. `release` generates from it too, so both verbs make the same bundle.
-pub struct BundleInputs {
-    config: GenerateConfig,
-    objects: Vec<KubeObject>,
-    samples: Vec<KubeObject>,
-    icon: Option<(String, String)>,
-}
-
-impl BundleInputs {
-    /// Reads the manifests (`manifests` overrides the config's), samples and icon.
-    pub fn read(config: &GenerateConfig, manifests: Option<&Path>) -> Result<Self, ActionError> {
-        let manifests_path = manifests
-            .map(Path::to_path_buf)
-            .or_else(|| config.manifests.clone())
-            .ok_or_else(|| {
-                ActionError::message("no manifests: give --manifests or `manifests:` in the config")
-            })?;
-        let objects = read_objects(&manifests_path)?;
-        let samples = match &config.samples {
-            Some(path) => read_objects(path)?,
-            None => Vec::new(),
-        };
-        let icon = config.csv.icon.as_deref().map(icon).transpose()?;
-        Ok(BundleInputs {
-            config: config.clone(),
-            objects,
-            samples,
-            icon,
-        })
-    }
-
-    /// The config the bundle is generated with.
-    pub fn config(&self) -> &GenerateConfig {
-        &self.config
-    }
-
-    /// The bundle, with `createdAt` set to `created_at`.
-    pub fn generate(&self, created_at: &str) -> Result<GeneratedBundle, ActionError> {
-        Ok(bundle::generate(
-            &self.config,
-            &self.objects,
-            &self.samples,
-            self.icon.clone(),
-            created_at,
-        )?)
-    }
-
-    /// The bundle generated again with the `createdAt` of the CSV already in `output`, when
-    /// that CSV is what `generated` holds apart from `createdAt`: a regenerate of unchanged
-    /// input then rewrites nothing. `None` when there is no such CSV or it differs otherwise.
-    pub fn keeping_created_at(
-        &self,
-        generated: &GeneratedBundle,
-        output: &Path,
-    ) -> Result<Option<GeneratedBundle>, ActionError> {
-        let Some(csv_path) = csv_file(generated) else {
-            return Ok(None);
-        };
-        let Ok(existing) = std::fs::read_to_string(output.join(csv_path)) else {
-            return Ok(None);
-        };
-        let Some(previous) = created_at_of_csv(&existing) else {
-            return Ok(None);
-        };
-        let again = self.generate(&previous)?;
-        let same = csv_file(&again).and_then(|f| again.files.get(f)) == Some(&existing);
-        Ok(same.then_some(again))
-    }
-}
-
 /// Whether `output` already holds exactly `generated`, `createdAt` included (`compare`
 /// ignores it, so the CSV is compared byte for byte here).
 fn is_on_disk(generated: &GeneratedBundle, output: &Path) -> Result<bool, ActionError> {
@@ -196,80 +125,4 @@ fn is_on_disk(generated: &GeneratedBundle, output: &Path) -> Result<bool, Action
         }
         None => true,
     })
-}
-
-/// The CSV's path inside a generated bundle.
-fn csv_file(generated: &GeneratedBundle) -> Option<&str> {
-    generated
-        .files
-        .keys()
-        .map(String::as_str)
-        .find(|f| f.starts_with("manifests/") && f.ends_with(".clusterserviceversion.yaml"))
-}
-
-/// `metadata.annotations.createdAt` of a CSV (YAML or JSON text).
-pub fn created_at_of_csv(text: &str) -> Option<String> {
-    let documents = manifest::read_stream(Path::new("csv"), text).ok()?;
-    let value = &documents.first()?.value;
-    value
-        .pointer("/metadata/annotations/createdAt")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_string)
-}
-
-/// The Kubernetes objects in a file or folder (`-`: standard input).
-fn read_objects(path: &Path) -> Result<Vec<KubeObject>, ActionError> {
-    let documents = if path.as_os_str() == "-" {
-        let text = std::io::read_to_string(std::io::stdin())?;
-        manifest::read_stream(path, &text)?
-    } else {
-        manifest::read_path(path)?
-    };
-    documents
-        .into_iter()
-        .map(|d| {
-            let location = d.location.clone();
-            KubeObject::from_document(d).map_err(|why| {
-                ActionError::message(format!("{location}: not a Kubernetes object: {why}"))
-            })
-        })
-        .collect()
-}
-
-/// The icon file as base64 and its media type (by extension, the four OLM shows).
-fn icon(path: &Path) -> Result<(String, String), ActionError> {
-    let data = std::fs::read(path)
-        .map_err(|e| ActionError::message(format!("reading the icon {}: {e}", path.display())))?;
-    let media_type = match path.extension().and_then(|e| e.to_str()) {
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("jpg") | Some("jpeg") => "image/jpeg",
-        Some("gif") => "image/gif",
-        _ => {
-            return Err(ActionError::message(format!(
-                "{}: the icon must be .svg, .png, .jpg or .gif",
-                path.display()
-            )));
-        }
-    };
-    let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data);
-    Ok((encoded, media_type.to_string()))
-}
-
-/// Whether `SOURCE_DATE_EPOCH` pins `createdAt` (it wins over a kept value).
-pub fn source_date_epoch_is_set() -> bool {
-    std::env::var_os("SOURCE_DATE_EPOCH").is_some()
-}
-
-/// `createdAt`: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
-pub fn created_at() -> Result<String, ActionError> {
-    let seconds = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(epoch) => epoch.trim().parse().map_err(|e| {
-            ActionError::message(format!("SOURCE_DATE_EPOCH={epoch:?} is not a number: {e}"))
-        })?,
-        Err(_) => jiff::Timestamp::now().as_second(),
-    };
-    let timestamp =
-        jiff::Timestamp::from_second(seconds).map_err(|e| ActionError::message(e.to_string()))?;
-    Ok(timestamp.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
 }

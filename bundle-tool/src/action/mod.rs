@@ -14,6 +14,9 @@
 mod audit;
 mod build;
 mod catalog;
+mod catalog_edit;
+mod catalog_graph;
+mod catalog_template;
 mod check_upgrade;
 mod error;
 mod generate;
@@ -27,26 +30,22 @@ mod serve;
 mod validate;
 
 pub use audit::{AuditArgs, AuditFormat};
-pub use build::{BuildArgs, bundle_image, catalog_image, runnable_catalog_image};
+pub use build::{BuildArgs, ManifestFormat};
 pub use catalog::{CatalogRenderArgs, CatalogValidateArgs, RenderFormat};
-pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs};
+pub use catalog_edit::{AddArgs, DeprecateArgs};
+pub use catalog_graph::{GraphArgs, GraphOutput};
+pub use catalog_template::{TemplateArgs, TemplateOutput};
+pub use check_upgrade::{CatalogCheckUpgradesArgs, CheckUpgradeArgs, UpgradeFormat};
 pub use error::ActionError;
-pub use generate::{
-    BundleInputs, GenerateArgs, created_at, created_at_of_csv, source_date_epoch_is_set,
-};
+pub use generate::GenerateArgs;
 pub use objects::ObjectsArgs;
 pub use olm_v1_rbac::{OlmV1RbacArgs, RbacFormat};
 pub use outcome::{Outcome, Output, Status};
 pub use push::{InspectArgs, PullArgs, PushAllArgs, PushArgs};
-pub use registry_args::{RegistryAccess, RegistryArgs, runtime};
+pub use registry_args::{RegistryArgs, runtime};
 pub use release::{ReleaseArgs, ReleaseFormat};
 pub use serve::ServeArgs;
-pub use validate::{ValidateArgs, ValidateFormat, validation_text};
-
-pub use crate::catalog::add::AddArgs;
-pub use crate::catalog::deprecate::DeprecateArgs;
-pub use crate::catalog::graph::GraphArgs;
-pub use crate::catalog::template::TemplateArgs;
+pub use validate::{ValidateArgs, ValidateFormat};
 
 /// A command: its options, and running it.
 pub trait Action {

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::build::ManifestFormat;
 use super::build::bundle_image;
 use super::registry_args::runtime;
 use super::{Action, ActionError, Outcome, RegistryArgs};
-use crate::image::{self, ImageFormat, parse_reference};
+use crate::image::{self, parse_reference};
 use crate::location::Location;
 
 /// `bundle-tool push`.
@@ -19,7 +20,7 @@ pub struct PushArgs {
     pub reference: String,
     /// Manifest format when building from a folder: OCI (default) or Docker v2 schema 2.
     #[arg(long, value_enum, default_value = "oci")]
-    pub format: ImageFormat,
+    pub format: ManifestFormat,
     /// Transport and credentials.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -38,7 +39,7 @@ impl Action for PushArgs {
             image::read_layout(&path, tag.as_deref())?
         } else {
             match Location::of(&self.source)? {
-                Location::Local(dir) => bundle_image(&dir)?.with_format(self.format),
+                Location::Local(dir) => bundle_image(&dir)?.with_format(self.format.into()),
                 Location::Image(reference) => {
                     // A copy: credentials for the source come from the auth files.
                     let from = parse_reference(&reference)?;

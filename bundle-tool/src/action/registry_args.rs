@@ -1,6 +1,6 @@
 //! The registry flags every image verb shares: plain HTTP and credentials.
 
-use crate::image::{Credentials, RegistryClient};
+use crate::image::{RegistryAccess, RegistryClient, RegistrySettings};
 
 /// How to talk to a registry.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -34,43 +34,17 @@ impl RegistryArgs {
         Ok(self.access()?.client(reference))
     }
 
-    /// The transport and credentials with the password read now: standard input can be read
-    /// only once, and a command that pushes to two registries needs it twice.
-    pub fn access(&self) -> std::io::Result<RegistryAccess> {
-        let basic = match &self.username {
-            Some(username) => {
-                let password = std::io::read_to_string(std::io::stdin())?
-                    .trim_end_matches(['\n', '\r'])
-                    .to_string();
-                Some((username.clone(), password))
-            }
-            None => None,
-        };
-        Ok(RegistryAccess {
+    /// The settings the areas take.
+    pub fn settings(&self) -> RegistrySettings {
+        RegistrySettings {
             plain_http: self.plain_http,
-            basic,
-        })
+            username: self.username.clone(),
+        }
     }
-}
 
-/// [`RegistryArgs`] with the password already read: clients for any number of registries.
-#[derive(Clone)]
-pub struct RegistryAccess {
-    plain_http: bool,
-    basic: Option<(String, String)>,
-}
-
-impl RegistryAccess {
-    /// A client for the registry of `reference`: the given user, else the auth files.
-    pub fn client(&self, reference: &oci_client::Reference) -> RegistryClient {
-        let credentials = match &self.basic {
-            Some((username, password)) => Credentials::Basic {
-                username: username.clone(),
-                password: password.clone(),
-            },
-            None => Credentials::from_auth_files(reference.registry()),
-        };
-        RegistryClient::new(self.plain_http, credentials)
+    /// The transport and credentials with the password read now ([`RegistrySettings::access`]).
+    pub fn access(&self) -> std::io::Result<RegistryAccess> {
+        self.settings().access()
     }
 }
 

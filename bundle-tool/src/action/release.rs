@@ -1,10 +1,10 @@
-//! `bundle-tool release`: the options, resolved into a [`Plan`] and run by
-//! [`crate::release`]; the summary printed as text or JSON.
+//! `bundle-tool release`: the options, made into the release's [`Settings`], resolved into a
+//! [`Plan`] and run by [`crate::release`]; the summary printed as text or JSON.
 
 use std::path::PathBuf;
 
 use super::{Action, ActionError, Outcome, Output, RegistryArgs, Status};
-use crate::release::{self, Plan};
+use crate::release::{self, Plan, Settings};
 
 /// Summary formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -71,21 +71,51 @@ pub struct ReleaseArgs {
     pub registry: RegistryArgs,
 }
 
+impl ReleaseArgs {
+    /// The flags as the release takes them.
+    fn settings(&self) -> Settings {
+        Settings {
+            config: self.config.clone(),
+            version: self.version.clone(),
+            channels: self.channels.clone(),
+            bundle_image: self.bundle_image.clone(),
+            catalog_image: self.catalog_image.clone(),
+            catalog: self.catalog.clone(),
+            skip_range: self.skip_range.clone(),
+            min_level: self.min_level.clone(),
+            max_risk: self.max_risk.clone(),
+            olm_v1: self.olm_v1,
+            push: self.push,
+            oci_layout: self.oci_layout.clone(),
+            registry: self.registry.settings(),
+            dry_run: self.dry_run,
+        }
+    }
+}
+
 impl Action for ReleaseArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
-        let plan = Plan::resolve(self)?;
+        let plan = Plan::resolve(&self.settings())?;
         let render = |summary: &release::Summary| match self.output {
             ReleaseFormat::Text => summary.to_text(),
             ReleaseFormat::Json => summary.to_json(),
         };
         match release::run(&plan) {
-            Ok(summary) => Ok(Outcome::text(render(&summary))),
-            Err(failed) => Ok(Outcome {
-                output: Output::Text(render(&failed.summary)),
-                notes: vec![format!("error: {}", failed.error)],
-                status: Status::Failure,
-                loaded: None,
-            }),
+            Ok(summary) => {
+                let mut outcome = Outcome::text(render(&summary));
+                outcome.notes = summary.notes;
+                Ok(outcome)
+            }
+            Err(failed) => {
+                let mut notes = failed.summary.notes.clone();
+                notes.push(format!("error: {}", failed.error));
+                Ok(Outcome {
+                    output: Output::Text(render(&failed.summary)),
+                    notes,
+                    status: Status::Failure,
+                    loaded: None,
+                })
+            }
         }
     }
 }

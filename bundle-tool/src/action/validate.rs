@@ -1,12 +1,11 @@
 //! `bundle-tool validate`: a bundle folder or image through operator-framework/api's checks,
 //! the findings as text grouped by file or as JSON.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{Action, ActionError, Outcome, Output, Status, pulled};
 use crate::location::Location;
-use crate::validate::{Optional, Report};
+use crate::validate::Optional;
 
 /// `validate` output formats.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -69,7 +68,7 @@ impl Action for ValidateArgs {
                 serde_json::to_string_pretty(&report.to_json())
                     .map_err(|e| ActionError::message(e.to_string()))?
             ),
-            ValidateFormat::Text => validation_text(&report, &shown),
+            ValidateFormat::Text => report.to_text(&shown),
         };
         Ok(Outcome {
             output: Output::Text(text),
@@ -82,23 +81,4 @@ impl Action for ValidateArgs {
             loaded: None,
         })
     }
-}
-
-/// Findings grouped by file, as people fix them file by file; `DIR: valid` when it passed.
-pub fn validation_text(report: &Report, dir: &Path) -> String {
-    let mut out = String::new();
-    let mut current_file: Option<&str> = None;
-    for finding in &report.findings {
-        let file = finding.file.as_deref();
-        if file.is_some() && file != current_file {
-            let _ = writeln!(out, "{}:", file.unwrap_or_default());
-        }
-        current_file = file;
-        let indent = if file.is_some() { "  " } else { "" };
-        let _ = writeln!(out, "{indent}{finding}");
-    }
-    if report.passed() {
-        let _ = writeln!(out, "{}: valid", dir.display());
-    }
-    out
 }

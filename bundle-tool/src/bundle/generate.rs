@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::annotations::BundleAnnotations;
 use super::config::{CsvMetadata, GenerateConfig};
 use crate::manifest::KubeObject;
+use crate::manifest::text;
 
 /// Kinds a registry+v1 bundle may hold in `manifests/` (operator-registry's list).
 pub const SUPPORTED_KINDS: [&str; 22] = [
@@ -58,17 +59,40 @@ pub struct GeneratedBundle {
 pub enum GenerateError {
     /// The config says something impossible.
     #[error("config: {0}")]
-    Config(String),
-    /// The manifests cannot make a bundle.
-    #[error("{0}")]
-    Manifests(String),
+    Config(#[from] ConfigProblem),
+    /// No Deployment in the manifests.
+    #[error("no Deployment in the manifests: a bundle installs at least one")]
+    NoDeployment,
+    /// A manifest could not be written as YAML.
+    #[error("cannot write YAML: {0}")]
+    Yaml(#[source] serde_saphyr::ser_error::Error),
 }
 
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+/// What makes a config impossible to generate from.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigProblem {
+    /// `csv.installModes` supports none.
+    #[error("csv.installModes supports no install mode")]
+    NoInstallMode,
+    /// The version is not semver.
+    #[error("version {version:?} is not a valid semantic version: {source}")]
+    Version {
+        /// The version as written.
+        version: String,
+        /// Why it does not parse.
+        source: semver::Error,
+    },
+    /// No channel.
+    #[error("at least one channel is needed")]
+    NoChannel,
+    /// The default channel is not one of the channels.
+    #[error("default channel {default:?} is not one of the channels {channels:?}")]
+    DefaultChannel {
+        /// The default channel.
+        default: String,
+        /// The channels.
+        channels: Vec<String>,
+    },
 }
 
 fn version_of(api_version: &str) -> &str {
@@ -98,9 +122,7 @@ pub fn generate(
         .filter(|o| o.id.kind == "Deployment" && o.group() == "apps")
         .collect();
     if deployments.is_empty() {
-        return Err(GenerateError::Manifests(
-            "no Deployment in the manifests: a bundle installs at least one".into(),
-        ));
+        return Err(GenerateError::NoDeployment);
     }
 
     // Service accounts the CSV creates: each Deployment's, plus the extra ones.
@@ -331,9 +353,7 @@ fn install_modes(
         .map(|mode| json!({"type": mode, "supported": meta.install_modes.get(*mode).copied().unwrap_or(false)}))
         .collect();
     if !install_modes.iter().any(|m| m["supported"] == true) {
-        return Err(GenerateError::Config(
-            "csv.installModes supports no install mode".into(),
-        ));
+        return Err(ConfigProblem::NoInstallMode.into());
     }
     if has_webhooks
         && install_modes
@@ -349,24 +369,22 @@ fn install_modes(
 
 /// The config's version, once the config is known to make sense.
 fn checked_version(config: &GenerateConfig) -> Result<semver::Version, GenerateError> {
-    let version = semver::Version::parse(&config.version).map_err(|e| {
-        GenerateError::Config(format!(
-            "version {:?} is not a valid semantic version: {e}",
-            config.version
-        ))
-    })?;
+    let version =
+        semver::Version::parse(&config.version).map_err(|source| ConfigProblem::Version {
+            version: config.version.clone(),
+            source,
+        })?;
     if config.channels.is_empty() {
-        return Err(GenerateError::Config(
-            "at least one channel is needed".into(),
-        ));
+        return Err(ConfigProblem::NoChannel.into());
     }
     if let Some(default) = &config.default_channel
         && !config.channels.contains(default)
     {
-        return Err(GenerateError::Config(format!(
-            "default channel {default:?} is not one of the channels {:?}",
-            config.channels
-        )));
+        return Err(ConfigProblem::DefaultChannel {
+            default: default.clone(),
+            channels: config.channels.clone(),
+        }
+        .into());
     }
     Ok(version)
 }
@@ -483,8 +501,7 @@ fn insert_unique(files: &mut BTreeMap<String, String>, mut name: String, content
 }
 
 fn to_yaml(value: &Value) -> Result<String, GenerateError> {
-    serde_saphyr::to_string(value)
-        .map_err(|e| GenerateError::Manifests(format!("cannot write YAML: {e}")))
+    serde_saphyr::to_string(value).map_err(GenerateError::Yaml)
 }
 
 /// Folds `binding_kind` bindings whose subjects are CSV service accounts into

@@ -5,9 +5,11 @@
 pub mod annotations;
 pub mod config;
 pub mod generate;
+pub mod inputs;
 pub mod read;
 pub mod write;
 
 pub use annotations::BundleAnnotations;
 pub use config::GenerateConfig;
 pub use generate::{GeneratedBundle, Warning, generate};
+pub use inputs::{BundleInputs, InputsError};

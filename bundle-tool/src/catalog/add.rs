@@ -16,30 +16,23 @@ use super::package_file::{EditError, PackageFile};
 use super::render::{is_bundle_dir, render_bundle_dir};
 use crate::location::Location;
 
-/// `bundle-tool catalog add`.
-#[derive(clap::Args, Debug)]
-pub struct AddArgs {
+/// What `catalog add` is asked to do.
+#[derive(Clone, Debug)]
+pub struct Addition {
     /// The catalog folder (`<catalog>/<package>/catalog.json|yaml` per package).
     pub catalog: PathBuf,
-    /// The bundle: a bundle folder (with `manifests/` and `metadata/`) or a bundle image
-    /// reference.
+    /// The bundle: a bundle folder or a bundle image reference.
     pub bundle: String,
-    /// The channels the bundle becomes the head of, comma-separated (created if missing).
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// The channels the bundle becomes the head of (created if missing).
     pub channels: Vec<String>,
-    /// What the new entry replaces: `auto` (each channel's current head), `none`, or a
-    /// bundle name.
-    #[arg(long, default_value = "auto")]
-    pub replaces: String,
-    /// An `olm.skipRange` for the new entries (e.g. `<0.3.0`).
-    #[arg(long)]
+    /// What the new entries replace.
+    pub replaces: Replaces,
+    /// An `olm.skipRange` for the new entries.
     pub skip_range: Option<String>,
     /// For a bundle folder: the pull spec to record as the bundle's `image` (without it the
     /// bundle is carried inline, image "", as `opm render` does for folders).
-    #[arg(long)]
     pub image: Option<String>,
     /// Pull an image reference over plain HTTP.
-    #[arg(long)]
     pub plain_http: bool,
 }
 
@@ -55,7 +48,8 @@ pub enum Replaces {
 }
 
 impl Replaces {
-    fn parse(text: &str) -> Replaces {
+    /// `auto`, `none` (or empty), or a bundle name.
+    pub fn parse(text: &str) -> Replaces {
         match text {
             "auto" => Replaces::Auto,
             "none" | "" => Replaces::Nothing,
@@ -65,7 +59,7 @@ impl Replaces {
 }
 
 /// Runs `catalog add`; the line to print on success.
-pub fn run(args: &AddArgs) -> Result<String, EditError> {
+pub fn run(args: &Addition) -> Result<String, EditError> {
     let bundle = render_argument(args)?;
     let mut file = PackageFile::open(&args.catalog, &bundle.package)?;
     let name = bundle.name.clone();
@@ -84,7 +78,7 @@ pub fn run(args: &AddArgs) -> Result<String, EditError> {
         &mut file.config,
         bundle,
         &args.channels,
-        &Replaces::parse(&args.replaces),
+        &args.replaces,
         args.skip_range.as_deref().unwrap_or_default(),
     )?;
     let path = file.commit()?;
@@ -95,7 +89,7 @@ pub fn run(args: &AddArgs) -> Result<String, EditError> {
     ))
 }
 
-fn render_argument(args: &AddArgs) -> Result<Bundle, EditError> {
+fn render_argument(args: &Addition) -> Result<Bundle, EditError> {
     let location = Location::of(&args.bundle);
     if let Ok(Location::Local(path)) = &location {
         if !is_bundle_dir(path) {

@@ -4,7 +4,7 @@
 //! message. The catalog is validated before the package's file is replaced, so a reference
 //! to a bundle or channel that does not exist is refused with opm's message.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use super::declcfg::{
     DeclarativeConfig, Deprecation, DeprecationEntry, PackageScopedReference, SCHEMA_BUNDLE,
@@ -12,54 +12,48 @@ use super::declcfg::{
 };
 use super::package_file::{EditError, PackageFile};
 
-/// `bundle-tool catalog deprecate`.
-#[derive(clap::Args, Debug)]
-#[command(group = clap::ArgGroup::new("target").required(true).multiple(false))]
-pub struct DeprecateArgs {
-    /// The catalog folder (`<catalog>/<package>/catalog.json|yaml` per package).
-    pub catalog: PathBuf,
-    /// The package.
-    #[arg(long)]
-    pub package: String,
-    /// Deprecate this bundle.
-    #[arg(long, group = "target")]
-    pub bundle: Option<String>,
-    /// Deprecate this channel.
-    #[arg(long, group = "target")]
-    pub channel: Option<String>,
-    /// Deprecate the whole package.
-    #[arg(long, group = "target")]
-    pub package_level: bool,
-    /// What users see, e.g. "0.1.x is end of life; use the stable channel".
-    #[arg(long)]
-    pub message: String,
+/// What `catalog deprecate` marks deprecated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// This bundle.
+    Bundle(String),
+    /// This channel.
+    Channel(String),
+    /// The whole package.
+    Package,
 }
 
 /// Runs `catalog deprecate`; the line to print on success.
-pub fn run(args: &DeprecateArgs) -> Result<String, EditError> {
-    let reference = match (&args.bundle, &args.channel) {
-        (Some(bundle), _) => PackageScopedReference {
+/// `target` of `package` in the catalog folder `catalog`, with `message` for users.
+pub fn run(
+    catalog: &Path,
+    package: &str,
+    target: &Target,
+    message: &str,
+) -> Result<String, EditError> {
+    let reference = match target {
+        Target::Bundle(bundle) => PackageScopedReference {
             schema: SCHEMA_BUNDLE.into(),
             name: bundle.clone(),
         },
-        (None, Some(channel)) => PackageScopedReference {
+        Target::Channel(channel) => PackageScopedReference {
             schema: SCHEMA_CHANNEL.into(),
             name: channel.clone(),
         },
-        (None, None) => PackageScopedReference {
+        Target::Package => PackageScopedReference {
             schema: SCHEMA_PACKAGE.into(),
             name: String::new(),
         },
     };
-    let mut file = PackageFile::open(&args.catalog, &args.package)?;
+    let mut file = PackageFile::open(catalog, package)?;
     if file.config.packages.is_empty() {
         return Err(EditError::UnknownPackage {
-            package: args.package.clone(),
-            catalog: args.catalog.clone(),
+            package: package.to_string(),
+            catalog: catalog.to_path_buf(),
         });
     }
     let described = describe(&reference);
-    deprecate(&mut file.config, &args.package, reference, &args.message)?;
+    deprecate(&mut file.config, package, reference, message)?;
     let path = file.commit()?;
     Ok(format!("deprecated {described} in {}\n", path.display()))
 }

@@ -13,6 +13,7 @@ use super::declcfg::{Bundle, Property, RawJson, RelatedImage};
 use crate::bundle::annotations::PACKAGE_KEY;
 use crate::go_json::{go_json, go_numbers};
 use crate::manifest::read_stream;
+use crate::manifest::text;
 use crate::olm_property;
 
 pub use crate::bundle::read::is_bundle_dir;
@@ -93,13 +94,6 @@ fn first_document(path: &Path) -> Option<Value> {
             .collect::<Vec<_>>()
     };
     documents.into_iter().next().map(go_numbers)
-}
-
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 /// Renders the bundle folder `dir`; `image` is the bundle image reference ("" for a folder).

@@ -29,7 +29,29 @@ enum Content {
 #[derive(Debug)]
 struct LazyFile {
     path: PathBuf,
-    loaded: OnceLock<Result<Bytes, String>>,
+    loaded: OnceLock<Result<Bytes, CachedBlobError>>,
+}
+
+/// Why a cached blob's file could not be used; kept with the file, so it is cloned to every
+/// caller that asks (the I/O error is shared, `std::io::Error` is not `Clone`).
+#[derive(Clone, Debug, thiserror::Error)]
+enum CachedBlobError {
+    /// The file could not be read.
+    #[error("{}: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: Arc<io::Error>,
+    },
+    /// The file does not hold the blob it is named for.
+    #[error("{}: the cached layer {digest} is damaged (removed; run again to build it anew)", path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The digest it should have.
+        digest: String,
+    },
 }
 
 /// Two blobs are the same blob when their digests are (and so their sizes).
@@ -96,22 +118,24 @@ impl Blob {
                 .loaded
                 .get_or_init(|| self.read_checked(&file.path))
                 .clone()
-                .map_err(|message| io::Error::new(io::ErrorKind::InvalidData, message)),
+                .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error)),
         }
     }
 
-    fn read_checked(&self, path: &std::path::Path) -> Result<Bytes, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    fn read_checked(&self, path: &std::path::Path) -> Result<Bytes, CachedBlobError> {
+        let bytes = std::fs::read(path).map_err(|error| CachedBlobError::Read {
+            path: path.to_path_buf(),
+            error: Arc::new(error),
+        })?;
         if bytes.len() as u64 == self.size && super::digest(&bytes) == self.digest {
             return Ok(Bytes::from(bytes));
         }
         // A damaged cache entry: gone, so that the next run builds the layer again.
         let _ = std::fs::remove_file(path);
-        Err(format!(
-            "{}: the cached layer {} is damaged (removed; run again to build it anew)",
-            path.display(),
-            self.digest
-        ))
+        Err(CachedBlobError::Damaged {
+            path: path.to_path_buf(),
+            digest: self.digest.clone(),
+        })
     }
 }
 

@@ -58,6 +58,19 @@ pub struct CatalogImage {
     pub static_server: bool,
 }
 
+impl CatalogImage {
+    /// What to tell the user about an image whose server, `server`, is linked dynamically:
+    /// said, not refused, since the image still runs on nodes like this machine.
+    pub fn warning(&self, server: &Path) -> Option<String> {
+        (!self.static_server).then(|| {
+            format!(
+                "warning: {} is dynamically linked: the catalog image carries this machine's shared libraries for it; for an image that is the same everywhere, build bundle-tool statically (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu) and set {SERVER_BINARY_VARIABLE}",
+                server.display()
+            )
+        })
+    }
+}
+
 /// The catalog image's lower layer, which is the same for every catalog: the server (and its
 /// libraries), the `grpc_health_probe` link and `/tmp`. A layer of its own, as opm's base
 /// image is below the `/configs` layer of an opm catalog image, so that a registry keeps it

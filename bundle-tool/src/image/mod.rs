@@ -2,6 +2,7 @@
 //! to an OCI image layout (readable by skopeo and umoci), pushed to any distribution registry
 //! and pulled back safely.
 
+mod access;
 mod blob;
 mod build;
 mod catalog;
@@ -17,6 +18,7 @@ mod rootfs;
 mod session;
 mod unpack;
 
+pub use access::{RegistryAccess, RegistrySettings};
 pub use blob::Blob;
 pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
 pub use catalog::{
@@ -49,7 +51,7 @@ pub const DOCKER_CONFIG_MEDIA_TYPE: &str = "application/vnd.docker.container.ima
 pub const DOCKER_LAYER_MEDIA_TYPE: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
 
 /// The manifest format of an image.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ImageFormat {
     /// OCI image manifest (the default).
     #[default]

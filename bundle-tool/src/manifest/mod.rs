@@ -7,7 +7,7 @@ mod object;
 mod stream;
 pub mod yaml;
 
-pub use object::{KubeObject, NotAnObject, ObjectRef};
+pub use object::{KubeObject, NotAnObject, ObjectRef, text};
 pub use stream::{
     Document, ManifestError, SourceLocation, read_path, read_stream, read_stream_generic,
 };

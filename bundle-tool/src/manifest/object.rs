@@ -47,6 +47,16 @@ pub enum NotAnObject {
     Kind,
 }
 
+/// The string at `pointer` (a JSON pointer, `/metadata/name`) in `value`; `""` when there is
+/// none or it is not a string, which is how the validators and generators read an optional
+/// field of an object. The one such reader: every module that reads manifests uses it.
+pub fn text<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+}
+
 impl KubeObject {
     /// Views a document as a Kubernetes object; `Err` says which identifying field is missing.
     pub fn from_document(document: Document) -> Result<Self, NotAnObject> {

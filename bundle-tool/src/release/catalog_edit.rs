@@ -18,8 +18,8 @@ use crate::catalog::add::{Replaces, add_bundle, current_head};
 use crate::catalog::bundle_source::BundleSources;
 use crate::catalog::declcfg::{Bundle, DeclarativeConfig, load_dir};
 use crate::catalog::package_file::PackageFile;
-use crate::catalog::template::{CatalogFormat, semver};
-use crate::manifest::read_stream;
+use crate::catalog::template::{CatalogFormat, TemplateError, semver};
+use crate::manifest::{ManifestError, read_stream};
 
 /// The template file a catalog folder may hold.
 pub const TEMPLATE_FILE: &str = "template.yaml";
@@ -143,6 +143,62 @@ pub fn stage(plan: &Plan, bundle: Bundle) -> Result<StagedCatalog, ReleaseError>
     })
 }
 
+/// Why the catalog's `template.yaml` cannot take the release.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateEditError {
+    /// The release asks for a skipRange, which an `olm.semver` template cannot carry.
+    #[error(
+        "an olm.semver template derives every edge from the versions and has no skipRange; drop release.skipRange / --skip-range for this catalog, or release into a catalog without a template"
+    )]
+    SkipRange,
+    /// The template file is not a YAML or JSON document.
+    #[error(transparent)]
+    Read(#[from] ManifestError),
+    /// The template is not an `olm.semver` template opm would render, or does not render.
+    #[error(transparent)]
+    Template(#[from] Box<TemplateError>),
+    /// The version is not semver (blang/semver's message).
+    #[error("{0}")]
+    Version(String),
+    /// A channel asked for is not one the template puts this version in.
+    #[error(
+        "channel {channel:?} is not one this template generates for version {version}; it can put it in {}",
+        possible.join(", ")
+    )]
+    Channel {
+        /// The channel asked for.
+        channel: String,
+        /// The version released.
+        version: String,
+        /// The channels the template would put it in.
+        possible: Vec<String>,
+    },
+    /// The template does not render from the catalog's own bundles.
+    #[error("rendering the template from the catalog's own bundles: {0}")]
+    RenderFromCatalog(Box<TemplateError>),
+    /// The package file is not what the template renders.
+    #[error(
+        "the catalog's {0} package is not what this template renders (edited by hand?); re-render it with `bundle-tool catalog template` first"
+    )]
+    EditedByHand(String),
+    /// The image could not be appended by editing the text.
+    #[error(
+        "could not append {image} to the {archetype} list by editing the file's text (an unusual layout?); add it by hand"
+    )]
+    Append {
+        /// The bundle image.
+        image: String,
+        /// The list.
+        archetype: String,
+    },
+}
+
+impl From<TemplateError> for TemplateEditError {
+    fn from(error: TemplateError) -> Self {
+        TemplateEditError::Template(Box::new(error))
+    }
+}
+
 /// Edits the template for `bundle` and replaces `package` (the package file's documents)
 /// with its rendering; the template's new text.
 fn edit_template(
@@ -150,22 +206,22 @@ fn edit_template(
     text: &str,
     package: &mut DeclarativeConfig,
     bundle: Bundle,
-) -> Result<String, String> {
+) -> Result<String, TemplateEditError> {
     if plan.skip_range.is_some() {
-        return Err("an olm.semver template derives every edge from the versions and has no skipRange; drop release.skipRange / --skip-range for this catalog, or release into a catalog without a template".into());
+        return Err(TemplateEditError::SkipRange);
     }
     let template = parse_template(text)?;
-    let version = crate::version_range::parse_version(&plan.version)?;
+    let version =
+        crate::version_range::parse_version(&plan.version).map_err(TemplateEditError::Version)?;
     let placements = template.channels_for(&version);
     let mut archetypes: Vec<&str> = Vec::new();
     for channel in &plan.channels {
         let Some((archetype, _)) = placements.iter().find(|(_, name)| name == channel) else {
-            let possible: Vec<&str> = placements.iter().map(|(_, n)| n.as_str()).collect();
-            return Err(format!(
-                "channel {channel:?} is not one this template generates for version {}; it can put it in {}",
-                plan.version,
-                possible.join(", ")
-            ));
+            return Err(TemplateEditError::Channel {
+                channel: channel.clone(),
+                version: plan.version.clone(),
+                possible: placements.iter().map(|(_, n)| n.clone()).collect(),
+            });
         };
         if !archetypes.contains(archetype) {
             archetypes.push(archetype);
@@ -183,12 +239,9 @@ fn edit_template(
             .all(|archetype| template.images(archetype).is_empty());
     if !first_release {
         let before = semver::render(&template, &sources)
-            .map_err(|e| format!("rendering the template from the catalog's own bundles: {e}"))?;
+            .map_err(|e| TemplateEditError::RenderFromCatalog(Box::new(e)))?;
         if CatalogFormat::Json.write(&before) != CatalogFormat::Json.write(package) {
-            return Err(format!(
-                "the catalog's {} package is not what this template renders (edited by hand?); re-render it with `bundle-tool catalog template` first",
-                plan.package
-            ));
+            return Err(TemplateEditError::EditedByHand(plan.package.clone()));
         }
     }
     let image = bundle.image.clone();
@@ -203,24 +256,24 @@ fn edit_template(
             expected.push(image.clone());
         }
         if reparsed.images(archetype) != expected {
-            return Err(format!(
-                "could not append {image} to the {archetype} list by editing the file's text (an unusual layout?); add it by hand"
-            ));
+            return Err(TemplateEditError::Append {
+                image: image.clone(),
+                archetype: archetype.to_string(),
+            });
         }
     }
     sources.add_rendered(bundle);
-    *package = semver::render(&reparsed, &sources).map_err(|e| e.to_string())?;
+    *package = semver::render(&reparsed, &sources)?;
     Ok(edited)
 }
 
-fn parse_template(text: &str) -> Result<semver::SemverTemplate, String> {
-    let document = read_stream(Path::new(TEMPLATE_FILE), text)
-        .map_err(|e| e.to_string())?
+fn parse_template(text: &str) -> Result<semver::SemverTemplate, TemplateEditError> {
+    let document = read_stream(Path::new(TEMPLATE_FILE), text)?
         .into_iter()
         .next()
         .map(|d| d.value)
         .unwrap_or_default();
-    semver::parse(&document).map_err(|e| e.to_string())
+    Ok(semver::parse(&document)?)
 }
 
 /// `text` with `- image: IMAGE` appended to `archetype`'s `bundles` list, keeping every
@@ -272,23 +325,23 @@ pub fn append_image(text: &str, archetype: &str, image: &str) -> String {
 
 /// A temporary copy of the catalog folder (empty if it does not exist yet) with `files`
 /// written into it at the same relative places.
-fn copy_with(catalog: &Path, files: &[(PathBuf, String)]) -> Result<tempfile::TempDir, String> {
+fn copy_with(catalog: &Path, files: &[(PathBuf, String)]) -> std::io::Result<tempfile::TempDir> {
     let copy = tempfile::Builder::new()
         .prefix("bundle-tool-release-catalog-")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
+        .tempdir()?;
     if catalog.exists() {
         // The files about to be written are not copied first (catalog.json is most of it).
         let replaced: Vec<&Path> = files.iter().map(|(path, _)| path.as_path()).collect();
-        copy_tree(catalog, copy.path(), &replaced).map_err(|e| e.to_string())?;
+        copy_tree(catalog, copy.path(), &replaced)?;
     }
     for (path, content) in files {
-        let relative = path.strip_prefix(catalog).map_err(|e| e.to_string())?;
+        let relative = path.strip_prefix(catalog).map_err(std::io::Error::other)?;
         let target = copy.path().join(relative);
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(&target, content).map_err(|e| format!("{}: {e}", target.display()))?;
+        std::fs::write(&target, content)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", target.display())))?;
     }
     Ok(copy)
 }

@@ -3,14 +3,20 @@
 //! image, publish it — so that a failure at any step leaves the catalog and the image layout
 //! as they were.
 //!
-//! Every step is an existing verb's function (generate, validate, audit, build, push,
-//! `catalog add`, `catalog template`); this module only orders them and stages their results:
-//! [`plan`] is what the flags and the config resolve to, [`bundle_diff`] tells an identical
-//! re-release from a changed one, [`catalog_edit`] stages the catalog's new files, [`steps`]
-//! runs the pipeline, [`publish`] pushes to registries, and [`summary`] is the report (text or JSON).
+//! Every step is the function an existing verb calls, in the area that owns it (generate,
+//! validate, audit, build, push, `catalog add`, `catalog template`); this module only orders
+//! them and stages their results, and imports nothing from `action/` (the command builds the
+//! plain [`Settings`] and prints the [`Summary`]): [`plan`] is what the settings and the
+//! config resolve to, [`bundle_diff`] tells an identical re-release from a changed one,
+//! [`catalog_edit`] stages the catalog's new files, [`steps`] runs the pipeline, one function
+//! a step, `layout` writes the OCI layout (put back when the catalog cannot be written),
+//! [`publish`] pushes to registries, `commit` swaps the staged catalog in (both publish
+//! paths end with it), and [`summary`] is the report (text or JSON).
 
 pub mod bundle_diff;
 pub mod catalog_edit;
+mod commit;
+mod layout;
 pub mod plan;
 pub mod publish;
 pub mod steps;
@@ -18,9 +24,54 @@ pub mod summary;
 
 use std::path::PathBuf;
 
-pub use plan::Plan;
+use crate::bundle::config::ConfigError;
+use crate::bundle::generate::GenerateError;
+use crate::bundle::inputs::InputsError;
+use crate::bundle::read::BundleReadError;
+use crate::upgrade::UpgradeError;
+
+pub use plan::{Plan, Settings};
 pub use steps::run;
-pub use summary::{StepStatus, Summary};
+pub use summary::{Step, StepStatus, Summary};
+
+/// What a release publishes, once every step before has passed: both images, and the
+/// catalog edit (none when the release is already in the catalog).
+#[derive(Clone, Copy)]
+pub struct Outputs<'a> {
+    /// The bundle image.
+    pub bundle: &'a crate::image::BuiltImage,
+    /// The catalog image.
+    pub catalog: &'a crate::image::BuiltImage,
+    /// The catalog's new files.
+    pub staged: Option<&'a catalog_edit::StagedCatalog>,
+}
+
+/// Why a step's own work failed: the error of the area that did it, printed as the verb
+/// that does the same work prints it.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The manifests, samples or icon could not be read.
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
+    /// The manifests cannot make a bundle.
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+    /// The generated bundle's labels could not be read.
+    #[error(transparent)]
+    Bundle(#[from] BundleReadError),
+    /// A bundle or the catalog could not be read for the upgrade checks.
+    #[error(transparent)]
+    Upgrade(#[from] UpgradeError),
+    /// Reading or writing files.
+    #[error("{}", crate::error_chain::with_causes(.0))]
+    Io(#[from] std::io::Error),
+    /// The audit's reading of the bundle.
+    #[error("{0:#}")]
+    Audit(#[from] anyhow::Error),
+    /// A worker thread of the step panicked, or the audit failed on a file.
+    #[error("{0}")]
+    Message(String),
+}
 
 /// Why a release stopped. Each names the file, image or version concerned.
 #[derive(Debug, thiserror::Error)]
@@ -33,13 +84,16 @@ pub enum ReleaseError {
         /// What is wrong.
         message: String,
     },
-    /// A step's own verb failed (generate, audit, build).
+    /// `bundle-tool.yaml` could not be used.
+    #[error("config: {0}")]
+    ConfigFile(#[from] ConfigError),
+    /// A step's own work failed (generate, audit, build).
     #[error("{step}: {source}")]
     Step {
         /// The step.
-        step: &'static str,
-        /// The verb's error.
-        source: Box<crate::action::ActionError>,
+        step: Step,
+        /// The area's error.
+        source: Box<StepError>,
     },
     /// The generated bundle does not pass validation.
     #[error(
@@ -154,8 +208,8 @@ pub enum ReleaseError {
 }
 
 impl ReleaseError {
-    /// A step's verb error.
-    pub fn step(step: &'static str, error: impl Into<crate::action::ActionError>) -> Self {
+    /// A step's own error.
+    pub fn step(step: Step, error: impl Into<StepError>) -> Self {
         ReleaseError::Step {
             step,
             source: Box::new(error.into()),

@@ -1,14 +1,47 @@
 //! What a release does, resolved once from `bundle-tool.yaml`'s `release:` section and the
-//! flags laid over it (a flag wins over the config).
+//! [`Settings`] laid over it (the command's flags: a setting wins over the config).
 
 use std::path::{Path, PathBuf};
 
 use super::ReleaseError;
-use crate::action::{RegistryArgs, ReleaseArgs};
 use crate::audit::CapabilityLevel;
 use crate::audit::security::Risk;
 use crate::bundle::GenerateConfig;
-use crate::image::parse_reference;
+use crate::image::{RegistrySettings, parse_reference};
+
+/// What the caller asks for, over the config file's `release:` section: each `Some` (or
+/// `true`) wins over the config's setting.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// The config file.
+    pub config: PathBuf,
+    /// The version to release (else the config's `version`).
+    pub version: Option<String>,
+    /// The catalog channels the release becomes the head of.
+    pub channels: Option<Vec<String>>,
+    /// The bundle image repository, without a tag.
+    pub bundle_image: Option<String>,
+    /// The catalog image reference.
+    pub catalog_image: Option<String>,
+    /// The catalog folder.
+    pub catalog: Option<PathBuf>,
+    /// `skipRange` of the new catalog entries.
+    pub skip_range: Option<String>,
+    /// The lowest acceptable level: 1-5 or a level name.
+    pub min_level: Option<String>,
+    /// The highest acceptable security-review risk.
+    pub max_risk: Option<String>,
+    /// Run the `olm-v1` validator too.
+    pub olm_v1: bool,
+    /// Push to registries.
+    pub push: bool,
+    /// The OCI image layout folder when not pushing.
+    pub oci_layout: Option<PathBuf>,
+    /// Transport and credentials.
+    pub registry: RegistrySettings,
+    /// Plan only, write nothing.
+    pub dry_run: bool,
+}
 
 /// The OCI layout folder when neither the flag nor the config names one.
 pub const DEFAULT_OCI_LAYOUT: &str = "target/oci";
@@ -51,7 +84,7 @@ pub struct Plan {
     /// The OCI layout folder when not pushing.
     pub oci_layout: PathBuf,
     /// Transport and credentials for pushes.
-    pub registry: RegistryArgs,
+    pub registry: RegistrySettings,
     /// Print the plan and write nothing.
     pub dry_run: bool,
 }
@@ -62,14 +95,13 @@ impl Plan {
         format!("{}:{}", self.bundle_repository, self.bundle_tag)
     }
 
-    /// Resolves the flags over the config file.
-    pub fn resolve(args: &ReleaseArgs) -> Result<Plan, ReleaseError> {
+    /// Resolves the settings over the config file.
+    pub fn resolve(args: &Settings) -> Result<Plan, ReleaseError> {
         let config_error = |message: String| ReleaseError::Config {
             path: args.config.clone(),
             message,
         };
-        let mut config =
-            GenerateConfig::load(&args.config).map_err(|e| ReleaseError::step("config", e))?;
+        let mut config = GenerateConfig::load(&args.config)?;
         let release = config.release.clone().unwrap_or_default();
         if let Some(version) = &args.version {
             config.version = version.clone();

@@ -13,10 +13,9 @@ use std::sync::Arc;
 
 use oci_client::Reference;
 
-use super::catalog_edit::StagedCatalog;
-use super::steps::{prepare_commit, swap_in};
-use super::summary::{StepStatus, Summary};
-use super::{Plan, ReleaseError};
+use super::commit::{prepare_commit, swap_in};
+use super::summary::{Step, StepStatus, Summary};
+use super::{Outputs, Plan, ReleaseError, StepError};
 use crate::durable;
 use crate::image::{BlobsPushed, BuiltImage, RegistryClient, parse_reference};
 
@@ -118,16 +117,19 @@ impl Registries {
         );
     }
 
-    /// Pushes the bundle image, writes `staged` into the catalog folder, pushes the catalog
+    /// Pushes the bundle image, writes the staged files into the catalog folder, pushes the catalog
     /// image; fills in the summary's push steps.
     pub fn publish(
         &mut self,
         plan: &Plan,
         summary: &mut Summary,
-        bundle: &BuiltImage,
-        catalog: &BuiltImage,
-        staged: Option<&StagedCatalog>,
+        outputs: Outputs,
     ) -> Result<(), ReleaseError> {
+        let Outputs {
+            bundle,
+            catalog,
+            staged,
+        } = outputs;
         durable::sweep(&plan.catalog_dir);
         let bundle_reference = plan.bundle_image();
         // Blobs first, both images at once: nothing is visible until a manifest names them,
@@ -164,8 +166,8 @@ impl Registries {
             let ready = preparing.map(|preparing| {
                 preparing.join().unwrap_or_else(|_| {
                     Err(ReleaseError::step(
-                        "catalog-add",
-                        crate::action::ActionError::message("staging the catalog panicked"),
+                        Step::CatalogAdd,
+                        StepError::Message("staging the catalog panicked".into()),
                     ))
                 })
             });
@@ -192,7 +194,7 @@ impl Registries {
         )
         .map_err(|message| push_error(&bundle_reference, message))?;
         summary.set(
-            "push-bundle",
+            Step::PushBundle,
             StepStatus::Done,
             format!("{bundle_reference}@{}", bundle.digest()),
         );
@@ -214,7 +216,7 @@ impl Registries {
         match pushed {
             Ok(digest) => {
                 summary.set(
-                    "push-catalog",
+                    Step::PushCatalog,
                     StepStatus::Done,
                     format!("{}@{digest}", plan.catalog_image),
                 );

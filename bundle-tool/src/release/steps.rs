@@ -1,23 +1,26 @@
-//! The pipeline. Everything is staged first — the bundle generated into a temporary folder,
-//! images built in memory, the catalog's new files in a copy of the catalog folder — and the
-//! real catalog and OCI layout are written only once every step before has passed, so a
-//! failure leaves both as they were. With `--push` (see [`super::publish`]) both images'
-//! blobs go up first, then the bundle's manifest (its digest checked), the catalog files,
-//! and the catalog's manifest, whose failure is reported with the command that finishes the
-//! release.
+//! The pipeline, one function a step. Everything is staged first — the bundle generated
+//! into a temporary folder, images built in memory, the catalog's new files in a copy of
+//! the catalog folder — and the real catalog and OCI layout are written only once every
+//! step before has passed, so a failure leaves both as they were. With `--push` (see
+//! [`super::publish`]) both images' blobs go up first, then the bundle's manifest (its
+//! digest checked), the catalog files, and the catalog's manifest, whose failure is reported
+//! with the command that finishes the release; without it, [`super::layout`] writes the OCI
+//! layout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::catalog_edit::{self, StagedCatalog};
+use super::layout::publish_to_layout;
 use super::publish::Registries;
-use super::summary::{StepStatus, Summary};
-use super::{Plan, ReleaseError, bundle_diff};
-use crate::action::{BundleInputs, created_at, created_at_of_csv, runnable_catalog_image};
+use super::summary::{Step, StepStatus, Summary};
+use super::{Outputs, Plan, ReleaseError, StepError, bundle_diff};
 use crate::audit::CapabilityLevel;
+use crate::bundle::BundleInputs;
+use crate::bundle::inputs::{created_at, created_at_of_csv};
 use crate::bundle::write::write_scratch_bundle;
+use crate::catalog::declcfg::Bundle;
 use crate::catalog::render::render_bundle_dir;
-use crate::durable;
 use crate::image::{self, BuiltImage};
 use crate::validate::Optional;
 
@@ -43,15 +46,17 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
             // named step is better than the first one not reached).
             let named = match &error {
                 ReleaseError::Immutable { .. } | ReleaseError::ChannelsOfARelease { .. } => {
-                    Some("catalog-add")
+                    Some(Step::CatalogAdd)
                 }
-                ReleaseError::UpgradeUnsafe { .. } => Some("check-upgrade"),
-                ReleaseError::BelowLevel { .. } | ReleaseError::AboveRisk { .. } => Some("audit"),
+                ReleaseError::UpgradeUnsafe { .. } => Some(Step::CheckUpgrade),
+                ReleaseError::BelowLevel { .. } | ReleaseError::AboveRisk { .. } => {
+                    Some(Step::Audit)
+                }
                 ReleaseError::Step { step, .. } => Some(*step),
                 // The blobs of both images go up before either is tagged: a push error naming
                 // the catalog image is push-catalog's, even when push-bundle had not run.
                 ReleaseError::Push { reference, .. } if *reference == plan.catalog_image => {
-                    Some("push-catalog")
+                    Some(Step::PushCatalog)
                 }
                 _ => None,
             };
@@ -65,38 +70,91 @@ pub fn run(plan: &Plan) -> Result<Summary, Box<Failed>> {
     }
 }
 
+/// The steps in their order; each records its own line of the summary.
 fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
-    // The catalog image's server layer depends on nothing the steps make: it is prepared on
-    // another thread while they run (compressing a 27 MB static server takes ~1.5 s when the
-    // layer cache does not have it; the steps before build-catalog ~0.4 s).
-    let server_layer = (!plan.dry_run).then(|| {
+    let server_layer = prepare_server_layer(plan);
+    // The registries' sessions open while the steps run; what fails in opening them is
+    // reported at the push, the step it belongs to.
+    let mut registries = (plan.push && !plan.dry_run).then(|| Registries::open(plan));
+    let released = catalog_edit::released_bundle(&plan.catalog_dir, &plan.bundle_name)?;
+    let generated = generate(plan, summary, released.as_ref())?;
+    let already = match &released {
+        Some(bundle) => check_already_released(plan, bundle, &generated.rendered)?,
+        None => false,
+    };
+    if plan.dry_run {
+        plan_only(plan, summary, already);
+        return Ok(());
+    }
+    validate(plan, summary, &generated.bundle_dir)?;
+    audit(plan, summary, &generated.bundle_dir)?;
+    let bundle_image = build_bundle(summary, &generated.bundle_dir)?;
+    if let Some(Ok(registries)) = registries.as_mut() {
+        registries.send_bundle_blobs(&bundle_image);
+    }
+    // Nothing reads the generated folder again: it is removed on a thread of its own, not
+    // at the end (its ~15 unlinks were ~1.5 ms of a warm release's last steps).
+    let mut removing = Removals(vec![remove_aside(generated.staging)]);
+    // The catalog, staged (or the catalog as it is, when the release is already in it).
+    let new_entry = (!already).then_some(generated.rendered);
+    let (staged, catalog_image) =
+        catalog_steps(plan, summary, new_entry, server_layer, &mut removing)?;
+    let outputs = Outputs {
+        bundle: &bundle_image,
+        catalog: &catalog_image,
+        staged: staged.as_ref(),
+    };
+    match registries {
+        Some(registries) => registries?.publish(plan, summary, outputs)?,
+        None => publish_to_layout(plan, summary, outputs)?,
+    }
+    finish(plan, summary, staged.as_ref());
+    Ok(())
+}
+
+/// The catalog image's server layer depends on nothing the steps make: it is prepared on
+/// another thread while they run (compressing a 27 MB static server takes ~1.5 s when the
+/// layer cache does not have it; the steps before build-catalog ~0.4 s).
+fn prepare_server_layer(plan: &Plan) -> Option<ServerLayerPreparing> {
+    (!plan.dry_run).then(|| {
         std::thread::spawn(|| -> std::io::Result<(PathBuf, image::ServerLayer)> {
             let server = image::server_binary()?;
             let layer = image::ServerLayer::prepare(&server)?;
             Ok((server, layer))
         })
-    });
-    // The registries' sessions open while the steps run; what fails in opening them is
-    // reported at the push, the step it belongs to.
-    let mut registries = (plan.push && !plan.dry_run).then(|| Registries::open(plan));
-    // generate: with the released bundle's createdAt when the version is already in the
-    // catalog, so that an unchanged re-release generates the same bytes.
-    let released = catalog_edit::released_bundle(&plan.catalog_dir, &plan.bundle_name)?;
-    let created_at = match released.as_ref().and_then(released_created_at) {
+    })
+}
+
+/// The bundle generated into a temporary folder, and rendered as the catalog will hold it.
+struct Generated {
+    /// The temporary folder holding `bundle_dir`.
+    staging: tempfile::TempDir,
+    /// The bundle folder.
+    bundle_dir: PathBuf,
+    /// Its `olm.bundle` document.
+    rendered: Bundle,
+}
+
+/// generate: with the released bundle's createdAt when the version is already in the
+/// catalog, so that an unchanged re-release generates the same bytes.
+fn generate(
+    plan: &Plan,
+    summary: &mut Summary,
+    released: Option<&Bundle>,
+) -> Result<Generated, ReleaseError> {
+    let failed = |e: StepError| ReleaseError::step(Step::Generate, e);
+    let created_at = match released.and_then(released_created_at) {
         Some(kept) => kept,
-        None => created_at().map_err(|e| ReleaseError::step("generate", e))?,
+        None => created_at().map_err(|e| failed(e.into()))?,
     };
-    let inputs =
-        BundleInputs::read(&plan.config, None).map_err(|e| ReleaseError::step("generate", e))?;
-    let generated = inputs
-        .generate(&created_at)
-        .map_err(|e| ReleaseError::step("generate", e))?;
+    let inputs = BundleInputs::read(&plan.config, None).map_err(|e| failed(e.into()))?;
+    let generated = inputs.generate(&created_at).map_err(|e| failed(e.into()))?;
     let staging = tempfile::Builder::new()
         .prefix("bundle-tool-release-")
         .tempdir()
-        .map_err(|e| ReleaseError::step("generate", e))?;
+        .map_err(|e| failed(e.into()))?;
     let bundle_dir = staging.path().join("bundle");
-    write_scratch_bundle(&generated, &bundle_dir).map_err(|e| ReleaseError::step("generate", e))?;
+    write_scratch_bundle(&generated, &bundle_dir).map_err(|e| failed(e.into()))?;
     let rendered = render_bundle_dir(&bundle_dir, &plan.bundle_image()).map_err(|e| {
         ReleaseError::Catalog {
             path: bundle_dir.clone(),
@@ -111,93 +169,98 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     for warning in &generated.warnings {
         detail.push_str(&format!("; warning: {}", warning.0));
     }
-    summary.set("generate", StepStatus::Done, detail);
+    summary.set(Step::Generate, StepStatus::Done, detail);
+    Ok(Generated {
+        staging,
+        bundle_dir,
+        rendered,
+    })
+}
 
-    // Already released: the same content is the same release; anything else is refused.
-    let already = match &released {
-        Some(bundle) => {
-            let differences = bundle_diff::differences(bundle, &rendered);
-            if !differences.is_empty() {
-                return Err(ReleaseError::Immutable {
-                    name: plan.bundle_name.clone(),
-                    catalog: plan.catalog_dir.clone(),
-                    differences,
-                });
-            }
-            let present =
-                catalog_edit::channels_with(&plan.catalog_dir, &plan.package, &plan.bundle_name);
-            // The entries' skipRange is part of the release as well as the bundle.
-            let skip_range = plan.skip_range.clone().unwrap_or_default();
-            let ranges: Vec<String> = present
-                .iter()
-                .filter(|(channel, range)| plan.channels.contains(channel) && *range != skip_range)
-                .map(|(channel, range)| {
-                    format!("skipRange in {channel}: the catalog has {range:?}, this release {skip_range:?}")
-                })
-                .collect();
-            if !ranges.is_empty() {
-                return Err(ReleaseError::Immutable {
-                    name: plan.bundle_name.clone(),
-                    catalog: plan.catalog_dir.clone(),
-                    differences: ranges,
-                });
-            }
-            let present: Vec<String> = present.into_iter().map(|(channel, _)| channel).collect();
-            let missing: Vec<&String> = plan
-                .channels
-                .iter()
-                .filter(|c| !present.contains(c))
-                .collect();
-            if !missing.is_empty() {
-                return Err(ReleaseError::ChannelsOfARelease {
-                    name: plan.bundle_name.clone(),
-                    present: present.join(", "),
-                    missing: missing
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
-            }
-            true
-        }
-        None => false,
-    };
-
-    if plan.dry_run {
-        plan_only(plan, summary, already);
-        return Ok(());
+/// Already released: the same content (and the same entries' skipRange) in every channel
+/// asked for is the same release, true; anything else is refused.
+fn check_already_released(
+    plan: &Plan,
+    released: &Bundle,
+    rendered: &Bundle,
+) -> Result<bool, ReleaseError> {
+    let differences = bundle_diff::differences(released, rendered);
+    if !differences.is_empty() {
+        return Err(ReleaseError::Immutable {
+            name: plan.bundle_name.clone(),
+            catalog: plan.catalog_dir.clone(),
+            differences,
+        });
     }
+    let present = catalog_edit::channels_with(&plan.catalog_dir, &plan.package, &plan.bundle_name);
+    // The entries' skipRange is part of the release as well as the bundle.
+    let skip_range = plan.skip_range.clone().unwrap_or_default();
+    let ranges: Vec<String> = present
+        .iter()
+        .filter(|(channel, range)| plan.channels.contains(channel) && *range != skip_range)
+        .map(|(channel, range)| {
+            format!(
+                "skipRange in {channel}: the catalog has {range:?}, this release {skip_range:?}"
+            )
+        })
+        .collect();
+    if !ranges.is_empty() {
+        return Err(ReleaseError::Immutable {
+            name: plan.bundle_name.clone(),
+            catalog: plan.catalog_dir.clone(),
+            differences: ranges,
+        });
+    }
+    let present: Vec<String> = present.into_iter().map(|(channel, _)| channel).collect();
+    let missing: Vec<&str> = plan
+        .channels
+        .iter()
+        .filter(|c| !present.contains(c))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(ReleaseError::ChannelsOfARelease {
+            name: plan.bundle_name.clone(),
+            present: present.join(", "),
+            missing: missing.join(", "),
+        });
+    }
+    Ok(true)
+}
 
-    // validate: the operatorframework suite, and olm-v1 when asked; errors fail, warnings
-    // are listed.
+/// validate: the operatorframework suite, and olm-v1 when asked; errors fail, warnings are
+/// listed.
+fn validate(plan: &Plan, summary: &mut Summary, bundle_dir: &Path) -> Result<(), ReleaseError> {
     let optional = Optional {
         olm_v1: plan.olm_v1,
         ..Optional::operatorframework()
     };
-    let report = crate::validate::validate_bundle_with(&bundle_dir, &optional);
-    let text = crate::action::validation_text(&report, &bundle_dir);
+    let report = crate::validate::validate_bundle_with(bundle_dir, &optional);
     if !report.passed() {
         return Err(ReleaseError::Invalid {
             name: plan.bundle_name.clone(),
-            report: text,
+            report: report.to_text(bundle_dir),
         });
     }
     let warnings = report.findings.len();
     summary.set(
-        "validate",
+        Step::Validate,
         StepStatus::Done,
         format!("valid ({warnings} warnings)"),
     );
+    Ok(())
+}
 
-    // audit: the level assessed from evidence, independently (as `audit --min-level`).
-    let targets = crate::audit::source::targets_in(&bundle_dir, false)
-        .map_err(|e| ReleaseError::step("audit", e))?;
+/// audit: the level assessed from evidence, independently (as `audit --min-level`), and the
+/// security review (as `audit --max-risk`): a finding above the maximum fails.
+fn audit(plan: &Plan, summary: &mut Summary, bundle_dir: &Path) -> Result<(), ReleaseError> {
+    let targets = crate::audit::source::targets_in(bundle_dir, false)
+        .map_err(|e| ReleaseError::step(Step::Audit, e))?;
     let (audits, errors) = crate::audit::audit_targets(&targets, 1, &|| {}, &|_| {});
     if let Some(error) = errors.first() {
         return Err(ReleaseError::step(
-            "audit",
-            crate::action::ActionError::message(format!("{}: {}", error.source, error.message)),
+            Step::Audit,
+            StepError::Message(format!("{}: {}", error.source, error.message)),
         ));
     }
     let level = audits
@@ -217,7 +280,6 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             setting: setting.clone(),
         });
     }
-    // The security review (as `audit --max-risk`): a finding above the maximum fails.
     let security = audits.first().map(|a| &a.security);
     let risk = security
         .and_then(|s| s.risk)
@@ -238,46 +300,54 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         }
     }
     summary.set(
-        "audit",
+        Step::Audit,
         StepStatus::Done,
         format!(
             "level {level} ({}), security review: {risk}",
             level_name.as_deref().unwrap_or("none")
         ),
     );
+    Ok(())
+}
 
-    // build-bundle: deterministic, so a re-release rebuilds the same digest.
-    let bundle_image = crate::action::bundle_image(&bundle_dir)
-        .map_err(|e| ReleaseError::step("build-bundle", e))?;
+/// build-bundle: deterministic, so a re-release rebuilds the same digest.
+fn build_bundle(summary: &mut Summary, bundle_dir: &Path) -> Result<BuiltImage, ReleaseError> {
+    let failed = |e: StepError| ReleaseError::step(Step::BuildBundle, e);
+    let labels = crate::bundle::read::labels(bundle_dir).map_err(|e| failed(e.into()))?;
+    let bundle_image =
+        image::build_bundle_image(bundle_dir, &labels).map_err(|e| failed(e.into()))?;
     summary.bundle.digest = bundle_image.digest();
-    summary.set("build-bundle", StepStatus::Done, bundle_image.digest());
-    if let Some(Ok(registries)) = registries.as_mut() {
-        registries.send_bundle_blobs(&bundle_image);
-    }
-    // Nothing reads the generated folder again: it is removed on a thread of its own, not
-    // at the end (its ~15 unlinks were ~1.5 ms of a warm release's last steps).
-    let mut removing = Removals(vec![remove_aside(staging)]);
+    summary.set(Step::BuildBundle, StepStatus::Done, bundle_image.digest());
+    Ok(bundle_image)
+}
 
-    // The catalog, staged (or the catalog as it is, when the release is already in it).
-    let mut staged: Option<StagedCatalog> = if already {
-        None
-    } else {
-        Some(catalog_edit::stage(plan, rendered)?)
+/// catalog-add (staged), check-upgrade, validate-catalog and build-catalog: the catalog as
+/// it will be (or as it is, when `rendered` is `None`: the release is already in it), and
+/// its image. The image is built on a thread of its own while check-upgrade and
+/// validate-catalog read the same staged folder (both ~3 ms warm); it is thrown away if
+/// either refuses the catalog.
+fn catalog_steps(
+    plan: &Plan,
+    summary: &mut Summary,
+    rendered: Option<Bundle>,
+    server_layer: Option<ServerLayerPreparing>,
+    removing: &mut Removals,
+) -> Result<(Option<StagedCatalog>, BuiltImage), ReleaseError> {
+    let mut staged: Option<StagedCatalog> = match rendered {
+        Some(rendered) => Some(catalog_edit::stage(plan, rendered)?),
+        None => None,
     };
     let catalog_source: PathBuf = match &staged {
         Some(staged) => staged.copy_path().to_path_buf(),
         None => plan.catalog_dir.clone(),
     };
-    // The catalog image is built on a thread of its own while check-upgrade and
-    // validate-catalog read the same staged folder (both ~3 ms warm); it is thrown away if
-    // either refuses the catalog.
     let (checked, built) = std::thread::scope(|scope| {
         let building = scope.spawn(|| build_catalog(&catalog_source, server_layer));
         let checked = check_catalog(plan, staged.as_ref(), &catalog_source);
         let built = building.join().unwrap_or_else(|_| {
             Err(ReleaseError::step(
-                "build-catalog",
-                crate::action::ActionError::message("building the catalog image panicked"),
+                Step::BuildCatalog,
+                StepError::Message("building the catalog image panicked".into()),
             ))
         });
         (checked, built)
@@ -290,12 +360,12 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     summary.catalog.channels = heads;
     match &staged {
         Some(staged) => summary.set(
-            "catalog-add",
+            Step::CatalogAdd,
             StepStatus::Done,
             format!("staged: {}", staged.how),
         ),
         None => summary.set(
-            "catalog-add",
+            Step::CatalogAdd,
             StepStatus::Unchanged,
             format!(
                 "{} is already released with the same content",
@@ -304,44 +374,32 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         ),
     }
     match upgrade_detail {
-        Some(detail) => summary.set("check-upgrade", StepStatus::Done, detail),
+        Some(detail) => summary.set(Step::CheckUpgrade, StepStatus::Done, detail),
         None => summary.set(
-            "check-upgrade",
+            Step::CheckUpgrade,
             StepStatus::Unchanged,
             "already released: its upgrade edges were checked then",
         ),
     }
-    summary.set("validate-catalog", StepStatus::Done, "valid");
-    let catalog_image = built?;
+    summary.set(Step::ValidateCatalog, StepStatus::Done, "valid");
+    let (catalog_image, warning) = built?;
+    summary.notes.extend(warning);
     summary.catalog.digest = catalog_image.digest();
-    summary.set("build-catalog", StepStatus::Done, catalog_image.digest());
+    summary.set(Step::BuildCatalog, StepStatus::Done, catalog_image.digest());
+    Ok((staged, catalog_image))
+}
 
-    if let Some(registries) = registries {
-        registries?.publish(
-            plan,
-            summary,
-            &bundle_image,
-            &catalog_image,
-            staged.as_ref(),
-        )?;
-    } else {
-        publish_to_layout(
-            plan,
-            summary,
-            &bundle_image,
-            &catalog_image,
-            staged.as_ref(),
-        )?;
-    }
+/// After publishing: the files written, the catalog-add step's edit now in place, and the
+/// line saying what happened.
+fn finish(plan: &Plan, summary: &mut Summary, staged: Option<&StagedCatalog>) {
     summary.changed = staged.is_some();
-    if let Some(staged) = &staged {
+    if let Some(staged) = staged {
         summary.catalog.files = staged
             .files
             .iter()
             .map(|(p, _)| p.display().to_string())
             .collect();
-        // The catalog-add step's edit is now in place.
-        summary.set("catalog-add", StepStatus::Done, staged.how.clone());
+        summary.set(Step::CatalogAdd, StepStatus::Done, staged.how.clone());
     }
     summary.message = if summary.changed {
         format!("released {}", plan.bundle_name)
@@ -351,7 +409,6 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
             plan.bundle_name
         )
     };
-    Ok(())
 }
 
 /// Removes the temporary folder `dir` on a thread of its own.
@@ -404,22 +461,26 @@ fn check_catalog(
     Ok((upgrade_detail, heads))
 }
 
-/// The catalog image of `catalog_source` above the server layer prepared since the start.
+/// The catalog image of `catalog_source` above the server layer prepared since the start,
+/// and the warning about a dynamically linked server, if any.
 fn build_catalog(
     catalog_source: &Path,
     server_layer: Option<ServerLayerPreparing>,
-) -> Result<BuiltImage, ReleaseError> {
-    let failed = |e| ReleaseError::step("build-catalog", e);
+) -> Result<(BuiltImage, Option<String>), ReleaseError> {
+    let failed = |e: StepError| ReleaseError::step(Step::BuildCatalog, e);
     let (server, server_layer) = server_layer
         .expect("started unless this is a dry run")
         .join()
         .map_err(|_| {
-            failed(crate::action::ActionError::message(
-                "preparing the server layer panicked",
+            failed(StepError::Message(
+                "preparing the server layer panicked".into(),
             ))
         })?
         .map_err(|e| failed(e.into()))?;
-    runnable_catalog_image(catalog_source, &server, &server_layer).map_err(failed)
+    let built = image::build_catalog_image_with(catalog_source, &server_layer)
+        .map_err(|e| failed(e.into()))?;
+    let warning = built.warning(&server);
+    Ok((built.image, warning))
 }
 
 /// `check-upgrade` on every edge of the staged catalog into the new bundle (OLD from the
@@ -427,7 +488,7 @@ fn build_catalog(
 /// before anything is published. Returns the step's detail.
 fn check_upgrade(plan: &Plan, staged_catalog: &Path) -> Result<Option<String>, ReleaseError> {
     let report = crate::upgrade::check_edges_into(staged_catalog, &plan.package, &plan.bundle_name)
-        .map_err(|e| ReleaseError::step("check-upgrade", e))?;
+        .map_err(|e| ReleaseError::step(Step::CheckUpgrade, e))?;
     let unsafe_edges: Vec<String> = report
         .edges
         .iter()
@@ -473,11 +534,11 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
     if let Some((max, setting)) = &plan.max_risk {
         min.push_str(&format!(", fail above risk {max} ({setting})"));
     }
-    summary.set("validate", StepStatus::Planned, validate_selector(plan));
-    summary.set("audit", StepStatus::Planned, min);
-    summary.set("build-bundle", StepStatus::Planned, plan.bundle_image());
+    summary.set(Step::Validate, StepStatus::Planned, validate_selector(plan));
+    summary.set(Step::Audit, StepStatus::Planned, min);
+    summary.set(Step::BuildBundle, StepStatus::Planned, plan.bundle_image());
     summary.set(
-        "push-bundle",
+        Step::PushBundle,
         StepStatus::Planned,
         where_to(&plan.bundle_tag, plan.bundle_image()),
     );
@@ -501,9 +562,9 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
             plan.catalog_dir.display()
         )
     };
-    summary.set("catalog-add", StepStatus::Planned, edit);
+    summary.set(Step::CatalogAdd, StepStatus::Planned, edit);
     summary.set(
-        "check-upgrade",
+        Step::CheckUpgrade,
         StepStatus::Planned,
         if already {
             "already released: no new upgrade edge".to_string()
@@ -512,17 +573,17 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
         },
     );
     summary.set(
-        "validate-catalog",
+        Step::ValidateCatalog,
         StepStatus::Planned,
         plan.catalog_dir.display().to_string(),
     );
     summary.set(
-        "build-catalog",
+        Step::BuildCatalog,
         StepStatus::Planned,
         plan.catalog_image.clone(),
     );
     summary.set(
-        "push-catalog",
+        Step::PushCatalog,
         StepStatus::Planned,
         where_to(&plan.catalog_tag, plan.catalog_image.clone()),
     );
@@ -540,117 +601,6 @@ fn plan_only(plan: &Plan, summary: &mut Summary, already: bool) {
     };
 }
 
-/// Writes both images into the OCI layout, then the catalog files; if the catalog cannot be
-/// written, the layout is put back as it was.
-fn publish_to_layout(
-    plan: &Plan,
-    summary: &mut Summary,
-    bundle: &BuiltImage,
-    catalog: &BuiltImage,
-    staged: Option<&StagedCatalog>,
-) -> Result<(), ReleaseError> {
-    let layout = &plan.oci_layout;
-    // A re-run after a kill may have nothing to write to the catalog; what the killed run
-    // staged beside it goes all the same.
-    durable::sweep(&plan.catalog_dir);
-    let before = LayoutSnapshot::take(layout);
-    let written = (|| -> std::io::Result<[bool; 2]> {
-        let images = [
-            (plan.bundle_tag.as_str(), bundle),
-            (plan.catalog_tag.as_str(), catalog),
-        ];
-        let wrote = images.map(|(tag, image)| {
-            image::layout_digest(layout, tag).as_deref() != Some(image.digest().as_str())
-        });
-        // Both tags in one index update: a kill never leaves the new bundle tagged beside the
-        // old catalog image.
-        let changed: Vec<(&str, &BuiltImage)> = images
-            .into_iter()
-            .zip(wrote)
-            .filter_map(|(image, wrote)| wrote.then_some(image))
-            .collect();
-        if !changed.is_empty() {
-            image::write_images(layout, &changed)?;
-        }
-        Ok(wrote)
-    })();
-    let wrote = match written {
-        Ok(wrote) => wrote,
-        Err(error) => {
-            before.restore(layout);
-            return Err(ReleaseError::Write {
-                path: layout.clone(),
-                message: format!("writing the OCI layout (put back as it was): {error}"),
-            });
-        }
-    };
-    let status = |wrote: bool| {
-        if wrote {
-            StepStatus::Done
-        } else {
-            StepStatus::Unchanged
-        }
-    };
-    summary.set(
-        "push-bundle",
-        status(wrote[0]),
-        format!("{}:{}", layout.display(), plan.bundle_tag),
-    );
-    if let Some(staged) = staged
-        && let Err(error) = commit_catalog(&plan.catalog_dir, staged)
-    {
-        before.restore(layout);
-        return Err(error);
-    }
-    summary.set(
-        "push-catalog",
-        status(wrote[1]),
-        format!("{}:{}", layout.display(), plan.catalog_tag),
-    );
-    Ok(())
-}
-
-/// Writes the staged catalog files into place as one change of the catalog folder: a kill
-/// leaves every file old or every file new (a template edited without the package file it
-/// renders would make the next release refuse the catalog as edited by hand).
-pub(super) fn commit_catalog(catalog: &Path, staged: &StagedCatalog) -> Result<(), ReleaseError> {
-    let ready = prepare_commit(catalog, staged)?;
-    swap_in(catalog, ready)?.remove();
-    Ok(())
-}
-
-/// The first half of [`commit_catalog`]: the new catalog tree staged beside the folder and
-/// made durable (the fsyncs), the folder itself not yet changed.
-pub(super) fn prepare_commit(
-    catalog: &Path,
-    staged: &StagedCatalog,
-) -> Result<durable::StagedDir, ReleaseError> {
-    let files: Vec<(PathBuf, Vec<u8>)> = staged
-        .files
-        .iter()
-        .map(|(path, content)| (path.clone(), content.clone().into_bytes()))
-        .collect();
-    durable::stage_files(catalog, &files).map_err(|error| catalog_write_error(catalog, error))
-}
-
-/// The second half of [`commit_catalog`]: the prepared tree takes the folder's place; the
-/// old tree is left to remove.
-pub(super) fn swap_in(
-    catalog: &Path,
-    ready: durable::StagedDir,
-) -> Result<durable::OldTree, ReleaseError> {
-    ready
-        .swap()
-        .map_err(|error| catalog_write_error(catalog, error))
-}
-
-fn catalog_write_error(catalog: &Path, error: std::io::Error) -> ReleaseError {
-    ReleaseError::Write {
-        path: catalog.to_path_buf(),
-        message: format!("writing the catalog (left as it was): {error}"),
-    }
-}
-
 /// `createdAt` of the released bundle's CSV, from its `olm.bundle.object`.
 fn released_created_at(bundle: &crate::catalog::declcfg::Bundle) -> Option<String> {
     bundle
@@ -661,50 +611,6 @@ fn released_created_at(bundle: &crate::catalog::declcfg::Bundle) -> Option<Strin
         .find_map(created_at_of_csv)
 }
 
-/// What an OCI layout folder held before a release wrote to it: its index and its blob
-/// files, so that a failed release can remove what it added.
-struct LayoutSnapshot {
-    existed: bool,
-    index: Option<Vec<u8>>,
-    marker: Option<Vec<u8>>,
-    blobs: std::collections::BTreeSet<PathBuf>,
-}
-
-impl LayoutSnapshot {
-    fn take(layout: &Path) -> LayoutSnapshot {
-        LayoutSnapshot {
-            existed: layout.exists(),
-            index: std::fs::read(layout.join("index.json")).ok(),
-            marker: std::fs::read(layout.join("oci-layout")).ok(),
-            blobs: blob_files(layout),
-        }
-    }
-
-    /// Puts the layout back: the old index and marker, no new blobs.
-    fn restore(&self, layout: &Path) {
-        if !self.existed {
-            let _ = std::fs::remove_dir_all(layout);
-            return;
-        }
-        for blob in blob_files(layout).difference(&self.blobs) {
-            let _ = std::fs::remove_file(blob);
-        }
-        for (name, old) in [("index.json", &self.index), ("oci-layout", &self.marker)] {
-            let path = layout.join(name);
-            let _ = match old {
-                Some(bytes) => durable::write_file(&path, bytes),
-                None => std::fs::remove_file(&path),
-            };
-        }
-    }
-}
-
-fn blob_files(layout: &Path) -> std::collections::BTreeSet<PathBuf> {
-    std::fs::read_dir(layout.join("blobs").join("sha256"))
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default()
-}
-
 /// What the validate step selects, as the summary shows it: the operatorframework suite, and
 /// `name=olm-v1` when the plan asks for it.
 fn validate_selector(plan: &Plan) -> &'static str {
@@ -712,81 +618,5 @@ fn validate_selector(plan: &Plan) -> &'static str {
         "suite=operatorframework, name=olm-v1"
     } else {
         "suite=operatorframework"
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    fn image(content: &str) -> BuiltImage {
-        let dir = tempfile::tempdir().unwrap();
-        for folder in ["manifests", "metadata"] {
-            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
-        }
-        std::fs::write(dir.path().join("manifests/file.yaml"), content).unwrap();
-        crate::image::build_bundle_image(dir.path(), &BTreeMap::new()).unwrap()
-    }
-
-    fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-        let mut out = BTreeMap::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(folder) = stack.pop() {
-            for entry in std::fs::read_dir(&folder).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else {
-                    out.insert(path.clone(), std::fs::read(&path).unwrap());
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn a_restored_layout_is_byte_for_byte_what_it_was() {
-        let dir = tempfile::tempdir().unwrap();
-        let layout = dir.path().join("oci");
-        image::write_layout(&layout, "v1", &image("one")).unwrap();
-        let before = files(&layout);
-        let snapshot = LayoutSnapshot::take(&layout);
-        image::write_layout(&layout, "v2", &image("two")).unwrap();
-        image::write_layout(&layout, "v1", &image("three")).unwrap();
-        assert_ne!(files(&layout), before);
-        snapshot.restore(&layout);
-        assert_eq!(files(&layout), before);
-
-        // A layout the release created is removed again.
-        let fresh = dir.path().join("new");
-        let snapshot = LayoutSnapshot::take(&fresh);
-        image::write_layout(&fresh, "v1", &image("one")).unwrap();
-        snapshot.restore(&fresh);
-        assert!(!fresh.exists());
-    }
-
-    #[test]
-    fn a_catalog_write_that_fails_halfway_changes_no_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let written = dir.path().join("catalog.json");
-        std::fs::write(&written, "old").unwrap();
-        // The second file's folder cannot be made: its parent is a file.
-        std::fs::write(dir.path().join("blocker"), "").unwrap();
-        let staged = StagedCatalog {
-            copy: Some(tempfile::tempdir().unwrap()),
-            files: vec![
-                (written.clone(), "new".into()),
-                (dir.path().join("blocker/template.yaml"), "new".into()),
-            ],
-            heads: BTreeMap::new(),
-            how: String::new(),
-        };
-        let error = commit_catalog(dir.path(), &staged).unwrap_err();
-        assert!(
-            error.to_string().contains("blocker/template.yaml"),
-            "{error}"
-        );
-        assert_eq!(std::fs::read_to_string(&written).unwrap(), "old");
     }
 }

@@ -9,18 +9,68 @@ use serde::Serialize;
 use super::Plan;
 
 /// The steps, in the order they run.
-pub const STEPS: [&str; 10] = [
-    "generate",
-    "validate",
-    "audit",
-    "build-bundle",
-    "push-bundle",
-    "catalog-add",
-    "check-upgrade",
-    "validate-catalog",
-    "build-catalog",
-    "push-catalog",
-];
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// The bundle generated into a temporary folder.
+    Generate,
+    /// The generated bundle validated.
+    Validate,
+    /// Its capability level and security review.
+    Audit,
+    /// The bundle image built.
+    BuildBundle,
+    /// The bundle image written or pushed.
+    PushBundle,
+    /// The bundle added to the catalog (staged, then committed).
+    CatalogAdd,
+    /// Every upgrade edge into the new bundle checked.
+    CheckUpgrade,
+    /// The catalog as it will be, validated.
+    ValidateCatalog,
+    /// The catalog image built.
+    BuildCatalog,
+    /// The catalog image written or pushed.
+    PushCatalog,
+}
+
+impl Step {
+    /// Every step, in order.
+    pub const ALL: [Step; 10] = [
+        Step::Generate,
+        Step::Validate,
+        Step::Audit,
+        Step::BuildBundle,
+        Step::PushBundle,
+        Step::CatalogAdd,
+        Step::CheckUpgrade,
+        Step::ValidateCatalog,
+        Step::BuildCatalog,
+        Step::PushCatalog,
+    ];
+
+    /// Its name in the report and in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Generate => "generate",
+            Step::Validate => "validate",
+            Step::Audit => "audit",
+            Step::BuildBundle => "build-bundle",
+            Step::PushBundle => "push-bundle",
+            Step::CatalogAdd => "catalog-add",
+            Step::CheckUpgrade => "check-upgrade",
+            Step::ValidateCatalog => "validate-catalog",
+            Step::BuildCatalog => "build-catalog",
+            Step::PushCatalog => "push-catalog",
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// How a step went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -40,9 +90,9 @@ pub enum StepStatus {
 
 /// One step's line.
 #[derive(Clone, Debug, Serialize)]
-pub struct Step {
-    /// Its name (one of [`STEPS`]).
-    pub name: &'static str,
+pub struct StepLine {
+    /// The step.
+    pub name: Step,
     /// How it went.
     pub status: StepStatus,
     /// What it did, or why it failed.
@@ -104,12 +154,16 @@ pub struct Summary {
     /// The minimum asked for.
     pub min_level: Option<u8>,
     /// Every step.
-    pub steps: Vec<Step>,
+    pub steps: Vec<StepLine>,
     /// One line saying what happened.
     pub message: String,
     /// Why the release stopped, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the user should hear of besides the report (a dynamically linked server), for
+    /// standard error: not part of the report.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl Summary {
@@ -143,9 +197,9 @@ impl Summary {
             level: None,
             level_name: None,
             min_level: plan.min_level.as_ref().map(|(n, _)| *n),
-            steps: STEPS
-                .iter()
-                .map(|name| Step {
+            steps: Step::ALL
+                .into_iter()
+                .map(|name| StepLine {
                     name,
                     status: StepStatus::NotRun,
                     detail: String::new(),
@@ -153,22 +207,23 @@ impl Summary {
                 .collect(),
             message: String::new(),
             error: None,
+            notes: Vec::new(),
         }
     }
 
-    /// Records how step `name` went.
-    pub fn set(&mut self, name: &str, status: StepStatus, detail: impl Into<String>) {
-        if let Some(step) = self.steps.iter_mut().find(|s| s.name == name) {
-            step.status = status;
-            step.detail = detail.into();
-            // With RUST_LOG=bundle_tool=debug, the log's timestamps say where a release's
-            // time goes (docs/benchmarks.md's breakdowns come from it).
-            tracing::debug!(step = name, ?status, "release step");
-        }
+    /// Records how `step` went.
+    pub fn set(&mut self, step: Step, status: StepStatus, detail: impl Into<String>) {
+        // Every step has its line from [`Summary::new`] on, in the order of [`Step::ALL`].
+        let line = &mut self.steps[step as usize];
+        line.status = status;
+        line.detail = detail.into();
+        // With RUST_LOG=bundle_tool=debug, the log's timestamps say where a release's
+        // time goes (docs/benchmarks.md's breakdowns come from it).
+        tracing::debug!(step = step.name(), ?status, "release step");
     }
 
     /// The first step not run yet, for marking where a failure happened.
-    pub fn next_step(&self) -> Option<&'static str> {
+    pub fn next_step(&self) -> Option<Step> {
         self.steps
             .iter()
             .find(|s| s.status == StepStatus::NotRun)
@@ -233,5 +288,29 @@ impl Summary {
             .collect();
         let _ = writeln!(out, "steps     {}", steps.join(", "));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_step_is_at_its_own_place() {
+        for (place, step) in Step::ALL.into_iter().enumerate() {
+            assert_eq!(step as usize, place, "{step}");
+        }
+        let names: Vec<String> = Step::ALL
+            .iter()
+            .map(|s| {
+                serde_json::to_value(s)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let shown: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+        assert_eq!(names, shown);
     }
 }

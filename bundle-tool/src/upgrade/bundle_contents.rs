@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::crd_rules::Crd;
+use crate::catalog::bundle_source::{BundleSourceError, MappingError};
+use crate::catalog::declcfg::LoadError;
 use crate::manifest::{self, ManifestError};
 
 /// Why a bundle could not be read for the upgrade checks.
@@ -35,11 +37,81 @@ pub enum UpgradeError {
         message: String,
     },
     /// The catalog could not be loaded.
-    #[error("{0}")]
-    Catalog(String),
+    #[error(transparent)]
+    Load(Box<LoadError>),
+    /// The catalog has no such package.
+    #[error("{}: no package {package:?} in the catalog", catalog.display())]
+    NoPackage {
+        /// The catalog folder.
+        catalog: PathBuf,
+        /// The package asked for.
+        package: String,
+    },
+    /// A `--bundle-source` is malformed.
+    #[error(transparent)]
+    Mapping(#[from] MappingError),
+    /// A `--bundle-source` folder could not be read as the bundle its image names.
+    #[error("--bundle-source: {0}")]
+    BundleSource(Box<BundleSourceError>),
+    /// What was read for an image is another bundle than the catalog's.
+    #[error("{image}: the bundle read for it is {read:?}, the catalog's is {catalog:?}")]
+    OtherBundle {
+        /// The image reference.
+        image: String,
+        /// The bundle name read.
+        read: String,
+        /// The catalog's bundle name.
+        catalog: String,
+    },
     /// The cluster of `--kubeconfig` could not be read.
+    #[error("{}: {error}", kubeconfig.display())]
+    Cluster {
+        /// The kubeconfig file.
+        kubeconfig: PathBuf,
+        /// What failed.
+        error: Box<ClusterError>,
+    },
+}
+
+impl From<LoadError> for UpgradeError {
+    fn from(error: LoadError) -> Self {
+        UpgradeError::Load(Box::new(error))
+    }
+}
+
+/// What could not be read from the cluster of `--kubeconfig`.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The runtime for the client could not start.
     #[error("{0}")]
-    Cluster(String),
+    Runtime(#[source] std::io::Error),
+    /// The kubeconfig file could not be read.
+    #[error("{0}")]
+    Read(#[source] kube::config::KubeconfigError),
+    /// The kubeconfig does not give a usable configuration.
+    #[error("unusable kubeconfig: {0}")]
+    Unusable(#[source] kube::config::KubeconfigError),
+    /// No client could be made from it.
+    #[error("{0}")]
+    Client(#[source] kube::Error),
+    /// A CRD could not be read.
+    #[error("reading CRD {name}: {error}")]
+    ReadCrd {
+        /// The CRD.
+        name: String,
+        /// The API error.
+        error: kube::Error,
+    },
+    /// The custom resources of a CRD version could not be listed.
+    #[error("listing {name} at {version}: {error}")]
+    List {
+        /// The CRD.
+        name: String,
+        /// The version.
+        version: String,
+        /// The API error.
+        error: kube::Error,
+    },
 }
 
 /// A bundle as the upgrade checks read it.

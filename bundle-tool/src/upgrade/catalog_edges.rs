@@ -10,7 +10,7 @@ use std::path::Path;
 use super::bundle_contents::{BundleContents, UpgradeError};
 use super::finding::Report;
 use super::{Checks, check_pair};
-use crate::catalog::bundle_source::BundleSources;
+use crate::catalog::bundle_source::{BundleSourceError, BundleSources};
 use crate::catalog::declcfg::{self, DeclarativeConfig};
 use crate::version_range::{VersionRange, parse_version_tolerant};
 
@@ -82,39 +82,67 @@ pub fn check_edges_into(
     check_edges(root, Some(package), Some(to), None)
 }
 
+/// Why an edge was not checked: one of its bundles could not be read (it is listed as not
+/// checked, and the others go on).
+#[derive(Debug, thiserror::Error)]
+pub enum NotChecked {
+    /// The catalog names a bundle it does not have.
+    #[error("{0}: no such bundle in the catalog")]
+    NoSuchBundle(String),
+    /// The bundle carries no objects and nothing says where to read it.
+    #[error("{NO_OBJECTS}; render the catalog with its objects")]
+    NoObjects,
+    /// The bundle carries no objects; a folder or a pull would read it.
+    #[error("{NO_OBJECTS}; give --bundle-source {0}=DIR or --pull")]
+    NoSource(String),
+    /// Pulling the bundle's image failed.
+    #[error("{name}: {error}")]
+    Pull {
+        /// The bundle.
+        name: String,
+        /// Why.
+        error: BundleSourceError,
+    },
+}
+
+/// What the bundles of an unchecked edge lack.
+const NO_OBJECTS: &str = "a bundle without olm.bundle.object properties";
+
 fn check_edges(
     root: &Path,
     package: Option<&str>,
     into: Option<&str>,
     images: Option<&ImageBundles>,
 ) -> Result<CatalogReport, UpgradeError> {
-    let config = declcfg::load_dir(root).map_err(|e| UpgradeError::Catalog(e.to_string()))?;
+    let config = declcfg::load_dir(root)?;
     if let Some(package) = package
         && !config.packages.iter().any(|p| p.name == package)
     {
-        return Err(UpgradeError::Catalog(format!(
-            "{}: no package {package:?} in the catalog",
-            root.display()
-        )));
+        return Err(UpgradeError::NoPackage {
+            catalog: root.to_path_buf(),
+            package: package.to_string(),
+        });
     }
     let edges = edges(&config, package);
-    let mut contents: BTreeMap<(String, String), Result<BundleContents, String>> = BTreeMap::new();
+    // Each bundle is read once, however many edges it is on.
+    let mut contents: BTreeMap<(String, String), Result<BundleContents, NotChecked>> =
+        BTreeMap::new();
     let mut report = CatalogReport::default();
     for ((package, from, to), channels) in edges {
         if into.is_some_and(|into| into != to) {
             continue;
         }
-        let mut load = |name: &str| -> Result<Result<BundleContents, String>, UpgradeError> {
-            let key = (package.clone(), name.to_string());
-            if let Some(found) = contents.get(&key) {
-                return Ok(found.clone());
+        for name in [&from, &to] {
+            let key = (package.clone(), name.clone());
+            if contents.contains_key(&key) {
+                continue;
             }
             let bundle = config
                 .bundles
                 .iter()
-                .find(|b| b.package == package && b.name == name);
+                .find(|b| b.package == package && b.name == *name);
             let loaded = match bundle {
-                None => Err(format!("{name}: no such bundle in the catalog")),
+                None => Err(NotChecked::NoSuchBundle(name.clone())),
                 Some(b) => {
                     let objects = b.objects();
                     if !objects.is_empty() {
@@ -124,14 +152,15 @@ fn check_edges(
                     }
                 }
             };
-            contents.insert(key, loaded.clone());
-            Ok(loaded)
-        };
-        match (load(&from)?, load(&to)?) {
+            contents.insert(key, loaded);
+        }
+        let old = &contents[&(package.clone(), from.clone())];
+        let new = &contents[&(package.clone(), to.clone())];
+        match (old, new) {
             (Ok(old), Ok(new)) => report.edges.push(Edge {
                 package,
                 channels,
-                report: check_pair(&old, &new, Checks { graph: false }),
+                report: check_pair(old, new, Checks { graph: false }),
             }),
             (Err(why), _) | (_, Err(why)) => report
                 .not_checked
@@ -148,30 +177,31 @@ fn from_image(
     name: &str,
     image: &str,
     images: Option<&ImageBundles>,
-) -> Result<Result<BundleContents, String>, UpgradeError> {
-    let no_objects = "a bundle without olm.bundle.object properties";
+) -> Result<Result<BundleContents, NotChecked>, UpgradeError> {
     let Some(images) = images.filter(|_| !image.is_empty()) else {
-        return Ok(Err(format!(
-            "{no_objects}; render the catalog with its objects"
-        )));
+        return Ok(Err(NotChecked::NoObjects));
     };
     if !images.pull && !images.sources.mappings().contains_key(image) {
-        return Ok(Err(format!(
-            "{no_objects}; give --bundle-source {image}=DIR or --pull"
-        )));
+        return Ok(Err(NotChecked::NoSource(image.to_string())));
     }
     let mapped = images.sources.mappings().contains_key(image);
     let rendered = match images.sources.render_image(image) {
         Ok(rendered) => rendered,
         // A folder the user named must be right: that is an error, not a skipped edge.
-        Err(e) if mapped => return Err(UpgradeError::Catalog(format!("--bundle-source: {e}"))),
-        Err(e) => return Ok(Err(format!("{name}: {e}"))),
+        Err(e) if mapped => return Err(UpgradeError::BundleSource(Box::new(e))),
+        Err(error) => {
+            return Ok(Err(NotChecked::Pull {
+                name: name.to_string(),
+                error,
+            }));
+        }
     };
     if rendered.name != name {
-        return Err(UpgradeError::Catalog(format!(
-            "{image}: the bundle read for it is {:?}, the catalog's is {name:?}",
-            rendered.name
-        )));
+        return Err(UpgradeError::OtherBundle {
+            image: image.to_string(),
+            read: rendered.name,
+            catalog: name.to_string(),
+        });
     }
     let mut contents = BundleContents::from_inline(name, &rendered.objects())?;
     contents.source = image.to_string();

@@ -7,20 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::finding::{Area, Finding, Level};
+use super::finding::{Area, CRD_REMOVED, Finding, Level};
+// Where the rule names are kept (the finding prints by them); readers of the CRD rules
+// look for it here too.
+pub use super::finding::is_crd_wide;
 use super::property_rules::{Violation, compare};
 use super::schema::{Node, flatten, go_list, go_quote};
-
-/// bundle-tool's rule for a CRD in OLD that NEW does not ship (not one of the preflight's).
-pub const CRD_REMOVED: &str = "crdRemoved";
-
-/// The preflight's rules about the whole CRD (reported without a version and path prefix).
-const CRD_WIDE_RULES: [&str; 3] = ["existingFieldRemoval", "scope", "storedVersionRemoval"];
-
-/// Whether `rule` is one of the preflight's CRD-wide rules.
-pub fn is_crd_wide(rule: &str) -> bool {
-    CRD_WIDE_RULES.contains(&rule)
-}
 
 /// A CRD in the shape of `apiextensions.k8s.io/v1` (v1beta1's top-level `version` and
 /// `validation` moved into `versions`), which the rules read.

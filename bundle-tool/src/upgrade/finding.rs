@@ -3,6 +3,17 @@
 
 use serde::Serialize;
 
+/// bundle-tool's rule for a CRD in OLD that NEW does not ship (not one of the preflight's).
+pub const CRD_REMOVED: &str = "crdRemoved";
+
+/// The preflight's rules about the whole CRD (reported without a version and path prefix).
+const CRD_WIDE_RULES: [&str; 3] = ["existingFieldRemoval", "scope", "storedVersionRemoval"];
+
+/// Whether `rule` is one of the preflight's CRD-wide rules.
+pub fn is_crd_wide(rule: &str) -> bool {
+    CRD_WIDE_RULES.contains(&rule)
+}
+
 /// How bad a finding is. Errors fail the command (exit 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -68,13 +79,37 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A finding about NEW's CSV, whose name is `subject`.
+    pub fn about_csv(
+        subject: &str,
+        level: Level,
+        rule: &str,
+        path: &str,
+        message: String,
+        values: (Option<String>, Option<String>),
+        hint: &str,
+    ) -> Finding {
+        Finding {
+            level,
+            area: Area::Operator,
+            rule: rule.into(),
+            subject: subject.into(),
+            version: None,
+            path: Some(path.into()),
+            message,
+            old: values.0,
+            new: values.1,
+            hint: hint.into(),
+        }
+    }
+
     /// The line operator-controller's preflight prints for this finding, inside
     /// `validating upgrade for CRD "NAME": …` (CRD schema findings only).
     pub fn preflight_text(&self) -> Option<String> {
-        if self.area != Area::Crd || self.rule == super::crd_rules::CRD_REMOVED {
+        if self.area != Area::Crd || self.rule == CRD_REMOVED {
             return None;
         }
-        if super::crd_rules::is_crd_wide(&self.rule) {
+        if is_crd_wide(&self.rule) {
             return Some(format!("{}: {}", self.rule, self.message));
         }
         Some(match (&self.version, &self.path) {

@@ -15,7 +15,7 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
-use super::bundle_contents::{BundleContents, UpgradeError};
+use super::bundle_contents::{BundleContents, ClusterError, UpgradeError};
 use super::cr_validation;
 use super::crd_rules::Crd;
 use super::finding::{Area, Finding, Level};
@@ -41,30 +41,38 @@ pub fn read_cluster(
     old: &BundleContents,
     new: &BundleContents,
 ) -> Result<Live, UpgradeError> {
-    let cluster =
-        |message: String| UpgradeError::Cluster(format!("{}: {message}", kubeconfig.display()));
+    let cluster = |error: ClusterError| UpgradeError::Cluster {
+        kubeconfig: kubeconfig.to_path_buf(),
+        error: Box::new(error),
+    };
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| cluster(e.to_string()))?;
+        .map_err(|e| cluster(ClusterError::Runtime(e)))?;
     runtime.block_on(async {
         let config =
-            kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| cluster(e.to_string()))?;
+            kube::config::Kubeconfig::read_from(kubeconfig)
+                .map_err(|e| cluster(ClusterError::Read(e)))?;
         let config = kube::Config::from_custom_kubeconfig(
             config,
             &kube::config::KubeConfigOptions::default(),
         )
         .await
-        .map_err(|e| cluster(format!("unusable kubeconfig: {e}")))?;
-        let client = kube::Client::try_from(config).map_err(|e| cluster(e.to_string()))?;
+        .map_err(|e| cluster(ClusterError::Unusable(e)))?;
+        let client = kube::Client::try_from(config).map_err(|e| cluster(ClusterError::Client(e)))?;
         let api: Api<CustomResourceDefinition> = Api::all(client.clone());
         let mut live = Live::default();
         for name in old.crds.keys() {
             let crd = api
                 .get_opt(name)
                 .await
-                .map_err(|e| cluster(format!("reading CRD {name}: {e}")))?;
+                .map_err(|error| {
+                    cluster(ClusterError::ReadCrd {
+                        name: name.clone(),
+                        error,
+                    })
+                })?;
             let Some(crd) = crd else { continue };
             let stored = crd
                 .status
@@ -86,7 +94,13 @@ pub fn read_cluster(
                 };
                 let objects = list_all(&client, &resource)
                     .await
-                    .map_err(|e| cluster(format!("listing {name} at {version}: {e}")))?;
+                    .map_err(|error| {
+                        cluster(ClusterError::List {
+                            name: name.clone(),
+                            version: version.clone(),
+                            error,
+                        })
+                    })?;
                 let (findings, refused) = validate_objects(name, new_crd, &resource, &objects);
                 live.findings.extend(findings);
                 live.notes.push(format!(

@@ -17,8 +17,10 @@ pub mod property_rules;
 mod render;
 pub mod schema;
 
-pub use bundle_contents::{BundleContents, UpgradeError};
-pub use catalog_edges::{CatalogReport, Edge, ImageBundles, check_catalog, check_edges_into};
+pub use bundle_contents::{BundleContents, ClusterError, UpgradeError};
+pub use catalog_edges::{
+    CatalogReport, Edge, ImageBundles, NotChecked, check_catalog, check_edges_into,
+};
 pub use finding::{Area, Finding, Level, Report};
 pub use live_crds::{EXISTING_OBJECT_INVALID, Live, read_cluster};
 pub use render::{Format, render_catalog, render_report};

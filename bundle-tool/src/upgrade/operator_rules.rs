@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::bundle_contents::BundleContents;
-use super::finding::{Area, Finding, Level};
+use super::finding::{Finding, Level};
 
 /// Every operator finding between OLD and NEW.
 pub fn check_operator(old: &BundleContents, new: &BundleContents) -> Vec<Finding> {
@@ -19,30 +19,6 @@ pub fn check_operator(old: &BundleContents, new: &BundleContents) -> Vec<Finding
     images(old, new, &mut findings);
     findings.extend(super::permissions::check_permissions(old, new));
     findings
-}
-
-/// A finding about NEW's CSV.
-pub(super) fn csv_finding(
-    new: &BundleContents,
-    level: Level,
-    rule: &str,
-    path: &str,
-    message: String,
-    values: (Option<String>, Option<String>),
-    hint: &str,
-) -> Finding {
-    Finding {
-        level,
-        area: Area::Operator,
-        rule: rule.into(),
-        subject: new.name.clone(),
-        version: None,
-        path: Some(path.into()),
-        message,
-        old: values.0,
-        new: values.1,
-        hint: hint.into(),
-    }
 }
 
 fn supported_modes(csv: &Value) -> BTreeSet<String> {
@@ -65,8 +41,8 @@ fn install_modes(old: &BundleContents, new: &BundleContents, findings: &mut Vec<
         return;
     }
     let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
-    findings.push(csv_finding(
-        new,
+    findings.push(Finding::about_csv(
+        &new.name,
         Level::Error,
         "installModes",
         "spec.installModes",
@@ -93,8 +69,8 @@ fn min_kube_version(old: &BundleContents, new: &BundleContents, findings: &mut V
         _ => false,
     };
     if raised {
-        findings.push(csv_finding(
-            new,
+        findings.push(Finding::about_csv(
+            &new.name,
             Level::Warning,
             "minKubeVersion",
             "spec.minKubeVersion",
@@ -143,8 +119,8 @@ fn api_set(csv: &Value, which: &str) -> BTreeSet<String> {
 fn apis(old: &BundleContents, new: &BundleContents, findings: &mut Vec<Finding>) {
     let (owned_before, owned_after) = (api_set(&old.csv, "owned"), api_set(&new.csv, "owned"));
     for api in owned_before.difference(&owned_after) {
-        findings.push(csv_finding(
-            new,
+        findings.push(Finding::about_csv(
+            &new.name,
             Level::Error,
             "ownedAPIRemoved",
             "spec.customresourcedefinitions.owned",
@@ -156,8 +132,8 @@ fn apis(old: &BundleContents, new: &BundleContents, findings: &mut Vec<Finding>)
     let (required_before, required_after) =
         (api_set(&old.csv, "required"), api_set(&new.csv, "required"));
     for api in required_after.difference(&required_before) {
-        findings.push(csv_finding(
-            new,
+        findings.push(Finding::about_csv(
+            &new.name,
             Level::Warning,
             "requiredAPIAdded",
             "spec.customresourcedefinitions.required",
@@ -187,8 +163,8 @@ fn webhook_set(csv: &Value) -> BTreeSet<String> {
 fn webhooks(old: &BundleContents, new: &BundleContents, findings: &mut Vec<Finding>) {
     let (before, after) = (webhook_set(&old.csv), webhook_set(&new.csv));
     for added in after.difference(&before) {
-        findings.push(csv_finding(
-            new,
+        findings.push(Finding::about_csv(
+            &new.name,
             Level::Warning,
             "webhookAdded",
             "spec.webhookdefinitions",
@@ -198,8 +174,8 @@ fn webhooks(old: &BundleContents, new: &BundleContents, findings: &mut Vec<Findi
         ));
     }
     for removed in before.difference(&after) {
-        findings.push(csv_finding(
-            new,
+        findings.push(Finding::about_csv(
+            &new.name,
             Level::Warning,
             "webhookRemoved",
             "spec.webhookdefinitions",
@@ -277,8 +253,8 @@ fn images(old: &BundleContents, new: &BundleContents, findings: &mut Vec<Finding
                 (Some(b), None) => format!("{key}: image removed: {b}"),
                 (None, None) => continue,
             };
-            findings.push(csv_finding(
-                new,
+            findings.push(Finding::about_csv(
+                &new.name,
                 Level::Info,
                 rule,
                 path,

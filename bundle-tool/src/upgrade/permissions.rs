@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use super::bundle_contents::BundleContents;
 use super::finding::{Finding, Level};
-use super::operator_rules::csv_finding;
 
 /// One grant: where, to whom, on what, which verb.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -145,8 +144,8 @@ pub fn check_permissions(old: &BundleContents, new: &BundleContents) -> Vec<Find
             } else {
                 (Some(verbs), None)
             };
-            findings.push(csv_finding(
-                new,
+            findings.push(Finding::about_csv(
+                &new.name,
                 level,
                 rule,
                 &format!("spec.install.spec.{scope}"),

@@ -7,9 +7,10 @@ use serde_json::json;
 
 use super::catalog_edges::CatalogReport;
 use super::finding::{Finding, Level, Report};
+use crate::markdown::cell;
 
 /// Output formats of `check-upgrade` and `catalog check-upgrades`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Findings one block each, then a verdict line.
     Text,
@@ -135,10 +136,6 @@ fn text(report: &Report) -> String {
 }
 
 /// Markdown cells cannot hold `|` or line breaks.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
-}
-
 fn markdown(report: &Report, heading: usize) -> String {
     let mut out = format!(
         "{} {} → {}\n\n{}\n\n",

@@ -8,13 +8,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::{Finding, LoadedBundle, Optional, Report};
-
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
+use crate::manifest::text;
 
 /// The standard OperatorHub categories.
 const CATEGORIES: [&str; 16] = [

@@ -124,6 +124,27 @@ impl Report {
             .collect();
         serde_json::json!({"passed": self.passed(), "outputs": outputs})
     }
+
+    /// The text output: findings grouped by file, as people fix them file by file; `DIR:
+    /// valid` when it passed (`dir` is the folder validated).
+    pub fn to_text(&self, dir: &std::path::Path) -> String {
+        use fmt::Write as _;
+        let mut out = String::new();
+        let mut current_file: Option<&str> = None;
+        for finding in &self.findings {
+            let file = finding.file.as_deref();
+            if file.is_some() && file != current_file {
+                let _ = writeln!(out, "{}:", file.unwrap_or_default());
+            }
+            current_file = file;
+            let indent = if file.is_some() { "  " } else { "" };
+            let _ = writeln!(out, "{indent}{finding}");
+        }
+        if self.passed() {
+            let _ = writeln!(out, "{}: valid", dir.display());
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::{Finding, LoadedBundle};
 use crate::manifest::read_stream;
+use crate::manifest::text;
 use crate::olm_property;
 
 /// The property types the resolver refuses (operator-controller's `NoDependencyValidation`).
@@ -35,13 +36,6 @@ const FORBIDDEN_ADMISSION_RESOURCES: [&str; 5] = [
     "validatingwebhookconfiguration",
     "validatingwebhookconfigurations",
 ];
-
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
 
 fn list<'a>(value: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
     value

@@ -4,13 +4,7 @@
 use serde_json::Value;
 
 use super::Finding;
-
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
+use crate::manifest::text;
 
 /// The OperatorHub checks of the CSV (operator-framework/api's operatorhubv2 validator).
 pub fn findings(csv: &Value, name: &str) -> Vec<Finding> {

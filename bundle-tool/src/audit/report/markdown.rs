@@ -7,6 +7,7 @@ use super::super::AuditReport;
 use super::super::assessment::BundleAudit;
 use super::super::security::{RULES, Risk, overall_name};
 use super::{bundles_per_risk, claim_word, declared_short, outcome_mark, risk_line, status_word};
+use crate::markdown::cell;
 
 /// One bundle's security findings as a table (folded when the report has several bundles).
 fn security_findings(out: &mut String, audit: &BundleAudit, folded: bool) {
@@ -75,10 +76,6 @@ fn security_summary(out: &mut String, report: &AuditReport) {
         })
         .collect();
     let _ = writeln!(out, "\nFindings: {}.\n", findings.join(", "));
-}
-
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }
 
 fn details(out: &mut String, audit: &BundleAudit) {

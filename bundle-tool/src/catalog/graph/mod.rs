@@ -10,7 +10,7 @@ pub mod html;
 pub mod mermaid;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::Path;
 
 use semver::Version;
 
@@ -20,29 +20,13 @@ use super::declcfg::{
 use crate::version_range::{VersionRange, parse_version};
 
 /// How the graph is printed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GraphFormat {
     /// Mermaid flowchart text, as `opm alpha render-graph`.
     #[default]
     Mermaid,
     /// One HTML file with an inline SVG (no scripts, no network).
     Html,
-}
-
-/// `bundle-tool catalog graph`.
-#[derive(clap::Args, Debug)]
-pub struct GraphArgs {
-    /// The catalog folder.
-    pub dir: PathBuf,
-    /// Only this package.
-    #[arg(short, long)]
-    pub package: Option<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "mermaid")]
-    pub output: GraphFormat,
-    /// Mermaid: mark bundles skipped by a newer entry and the edges OLMv0 ignores.
-    #[arg(long)]
-    pub draw_v0_semantics: bool,
 }
 
 /// A bundle's one `olm.package` property and the version it gives, as opm reads them for
@@ -102,18 +86,24 @@ pub enum GraphRunError {
     },
 }
 
-/// Runs `catalog graph`: the text to print.
-pub fn run(args: &GraphArgs) -> Result<String, GraphRunError> {
-    let config = load_dir(&args.dir)?;
-    let graph = UpgradeGraph::from_declcfg(&config, args.package.as_deref()).map_err(|error| {
-        GraphRunError::Graph {
-            dir: args.dir.clone(),
+/// Runs `catalog graph` on the catalog folder `dir` (only `package`'s, when given): the
+/// text to print. `draw_v0_semantics` (mermaid): mark bundles skipped by a newer entry and
+/// the edges OLMv0 ignores.
+pub fn run(
+    dir: &Path,
+    package: Option<&str>,
+    format: GraphFormat,
+    draw_v0_semantics: bool,
+) -> Result<String, GraphRunError> {
+    let config = load_dir(dir)?;
+    let graph =
+        UpgradeGraph::from_declcfg(&config, package).map_err(|error| GraphRunError::Graph {
+            dir: dir.to_path_buf(),
             error,
-        }
-    })?;
-    Ok(match args.output {
-        GraphFormat::Mermaid => mermaid::write(&graph, args.draw_v0_semantics),
-        GraphFormat::Html => html::write(&graph, &args.dir.display().to_string()),
+        })?;
+    Ok(match format {
+        GraphFormat::Mermaid => mermaid::write(&graph, draw_v0_semantics),
+        GraphFormat::Html => html::write(&graph, &dir.display().to_string()),
     })
 }
 

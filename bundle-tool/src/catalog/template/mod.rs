@@ -48,7 +48,7 @@ impl TemplateKind {
 }
 
 /// How a rendered catalog is printed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CatalogFormat {
     /// opm's JSON stream (4-space indent).
     #[default]
@@ -68,7 +68,7 @@ impl CatalogFormat {
 }
 
 /// How a rendered template is printed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TemplateFormat {
     /// opm's JSON stream.
     #[default]
@@ -79,28 +79,17 @@ pub enum TemplateFormat {
     Mermaid,
 }
 
-/// `bundle-tool catalog template [TYPE] FILE`.
-#[derive(clap::Args, Debug)]
-pub struct TemplateArgs {
-    /// `[basic|semver] FILE`: the template type (detected from the file's `schema` when
-    /// left out) and the template file (`-` for standard input).
-    #[arg(required = true, num_args = 1..=2, value_name = "[TYPE] FILE")]
-    pub args: Vec<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "json")]
-    pub output: TemplateFormat,
-    /// Pull bundle images over plain HTTP (opm's --use-http).
-    #[arg(long)]
-    pub plain_http: bool,
-    /// Render the bundle image REF from the local bundle folder DIR instead of pulling it
-    /// (repeatable); the rendered `image` is still REF.
-    #[arg(long = "bundle-source", value_name = "REF=DIR")]
-    pub bundle_sources: Vec<String>,
-}
-
 /// Runs `catalog template`: the rendered catalog as text, or an error naming the file.
-pub fn run(args: &TemplateArgs) -> Result<String, TemplateError> {
-    let (kind, file) = match &args.args[..] {
+/// `args` is `[TYPE] FILE` as given (the type detected from the file's `schema` when left
+/// out; `-` for standard input); bundle images are pulled (over plain HTTP with
+/// `plain_http`) unless `bundle_sources` (`REF=DIR`) maps them to folders.
+pub fn run(
+    args: &[String],
+    output: TemplateFormat,
+    plain_http: bool,
+    bundle_sources: &[String],
+) -> Result<String, TemplateError> {
+    let (kind, file) = match args {
         [file] => match TemplateKind::from_type(file) {
             Some(kind) => (Some(kind), "-".to_string()),
             None => (None, file.clone()),
@@ -114,13 +103,13 @@ pub fn run(args: &TemplateArgs) -> Result<String, TemplateError> {
         ),
         _ => return Err(TemplateError::Usage),
     };
-    let mut sources = BundleSources::new(args.plain_http);
-    for spec in &args.bundle_sources {
+    let mut sources = BundleSources::new(plain_http);
+    for spec in bundle_sources {
         sources.add_mapping(spec, Path::new(""))?;
     }
     let path = PathBuf::from(&file);
     let config = render_file(kind, &path, &sources)?;
-    Ok(match args.output {
+    Ok(match output {
         TemplateFormat::Json => CatalogFormat::Json.write(&config),
         TemplateFormat::Yaml => CatalogFormat::Yaml.write(&config),
         TemplateFormat::Mermaid => {

@@ -4,6 +4,7 @@
 //! `conversion.webhook.clientConfig` becomes `conversion.webhookClientConfig`. Field paths in
 //! the messages follow the internal shape, so the checks read this view, not the file.
 
+use crate::manifest::text;
 use serde_json::Value;
 
 /// One entry of `spec.versions`.
@@ -60,10 +61,6 @@ pub struct Crd<'a> {
     pub preserve_unknown_fields: bool,
     /// `spec.conversion` (defaults to strategy None).
     pub conversion: Option<Conversion<'a>>,
-}
-
-fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 fn list(value: &Value) -> &[Value] {
