@@ -32,8 +32,8 @@ use std::time::Instant;
 use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
 use e2e::node::RealNode;
-use e2e::olm_v1_on_node::{OlmV1OnNode, OlmV1Release};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use e2e::olm_v1_on_node::{OlmV1OnNode, OlmV1Release, condition, olm_v1_resource};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use olm_release::{Checkout, SAMPLE_NAMESPACE, wait_for};
 use serde_json::{Value, json};
 
@@ -45,16 +45,6 @@ const INSTALLER: &str = "redis-operator-installer";
 /// The beginning of operator-controller's message when the preflight finds rules missing
 /// (v1.5.1 `internal/operator-controller/applier/helm.go`, `runPreAuthorizationChecks`).
 const PREFLIGHT_FAILED: &str = "pre-authorization failed: service account requires the following permissions to manage cluster extension:";
-
-fn olm_v1_resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "olm.operatorframework.io".into(),
-        version: "v1".into(),
-        api_version: "olm.operatorframework.io/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
 
 struct Cluster {
     client: kube::Client,
@@ -181,13 +171,6 @@ impl Cluster {
         )
         .await
     }
-}
-
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
-    object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
 }
 
 /// `bundle-tool olm-v1 rbac` on the pushed bundle image, as JSON objects.

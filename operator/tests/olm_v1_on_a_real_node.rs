@@ -23,22 +23,12 @@ use std::time::Instant;
 use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
 use e2e::node::RealNode;
-use e2e::olm_v1_on_node::{OLM_V1_NAMESPACE, OlmV1OnNode};
-use kube::api::{Api, ApiResource, DynamicObject};
+use e2e::olm_v1_on_node::{OLM_V1_NAMESPACE, OlmV1OnNode, condition, olm_v1_resource};
+use kube::api::{Api, DynamicObject};
 use olm_release::{Checkout, wait_for};
 use serde_json::Value;
 
 const CATALOG: &str = "redis-operator-catalog";
-
-fn olm_v1_resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "olm.operatorframework.io".into(),
-        version: "v1".into(),
-        api_version: "olm.operatorframework.io/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
 
 struct Cluster {
     client: kube::Client,
@@ -131,13 +121,6 @@ impl Cluster {
         );
         Ok(served)
     }
-}
-
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
-    object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
 }
 
 /// The JSON documents of a catalog file or answer, each as a sorted string: a multiset.

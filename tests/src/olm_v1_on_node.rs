@@ -45,6 +45,26 @@ use crate::{ControlPlane, eventually};
 
 /// Where OLM v1 runs (standard.yaml's namespace).
 pub const OLM_V1_NAMESPACE: &str = "olmv1-system";
+
+/// An `ApiResource` for an OLM v1 kind (`ClusterCatalog`, `ClusterExtension`), as
+/// [`crate::olm_on_node::olm_resource`] is for OLM v0's.
+pub fn olm_v1_resource(kind: &str, plural: &str) -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "olm.operatorframework.io".into(),
+        version: "v1".into(),
+        api_version: "olm.operatorframework.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The condition of type `kind` in an object's `status.conditions`.
+pub fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
 /// Where cert-manager runs.
 pub const CERT_MANAGER_NAMESPACE: &str = "cert-manager";
 /// The ConfigMap of containers/image configuration mounted at `/etc/containers`.
