@@ -51,7 +51,9 @@ say "Go programs (etcd, Kubernetes, kwok, OLM, opm, operator-sdk, CoreDNS, catal
 # included, can be stopped as one group: whatever way this script ends, nothing it started
 # goes on without it.
 background=()
-trap 'for group in "${background[@]}"; do kill -- "-$group" 2>/dev/null; done' EXIT
+# The script's own status is kept: a group that has already ended makes `kill` fail, and
+# an EXIT trap's last failing command would otherwise become the script's exit status.
+trap 'status=$?; for group in "${background[@]}"; do kill -- "-$group" 2>/dev/null || true; done; exit "$status"' EXIT
 setsid tests/assets/build-go-assets.sh > "$go_log" 2>&1 &
 go_pid=$!
 background+=("$go_pid")

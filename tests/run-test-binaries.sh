@@ -104,12 +104,17 @@ if [ "$(id -u)" = 0 ]; then
     [ -e "$path" ] || { mkdir -p "$path" && made_paths="$made_paths $path"; }
   done
 fi
+# Runs on exit and keeps the script's status: a failing last command inside an EXIT trap
+# would otherwise become the exit status of a run whose tests all passed.
 put_host_back() {
-  local pair path
+  local status=$? pair path
   for pair in $E2E_HOST_SYSCTLS; do
-    [ "$(sysctl -n "${pair%=*}")" = "${pair#*=}" ] || sysctl -q -w "$pair" >/dev/null
+    [ "$(sysctl -n "${pair%=*}")" = "${pair#*=}" ] || sysctl -q -w "$pair" >/dev/null || true
   done
-  for path in $made_paths; do rmdir "$path" 2>/dev/null; done
+  for path in $made_paths; do
+    rmdir "$path" 2>/dev/null || echo "left in place, not empty: $path" >&2
+  done
+  exit "$status"
 }
 trap put_host_back EXIT
 trap 'exit 130' INT TERM
