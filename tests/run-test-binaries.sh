@@ -66,7 +66,7 @@ expected_seconds() {
 declare -A selector=()
 selector["workspace:unit"]="--workspace --lib --bins"
 selector["workspace:doc"]="--workspace --doc"
-for package_dir in bundle-tool operator tests; do
+for package_dir in catalog-server bundle-tool operator tests; do
   package=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$package_dir/Cargo.toml" | head -1)
   [ -n "$package" ] || { echo "error: no package name in $package_dir/Cargo.toml" >&2; exit 1; }
   for file in "$package_dir"/tests/*.rs; do

@@ -1,7 +1,8 @@
 //! `bundle-tool`: OLM packaging for operators.
 //!
 //! The library holds everything; the `bundle-tool` binary is a thin command line over it.
-//! Modules each do one job:
+//! The file-based catalog model lives in the `catalog-model` crate and the registry server in
+//! `catalog-server` (re-exported here under their old names); modules each do one job:
 //!
 //! - [`manifest`]: reading streams of Kubernetes objects (YAML or JSON) with the file and line
 //!   each one came from, so that every later error can point at its source.
@@ -40,20 +41,16 @@ pub mod bundle;
 pub mod catalog;
 pub mod durable;
 pub mod error_chain;
-pub mod go_json;
 pub mod go_quote;
-pub mod health_probe;
-pub mod heap;
 pub mod image;
-pub mod image_ref;
 pub mod location;
-pub mod manifest;
 pub mod markdown;
-pub mod olm_property;
 pub mod olm_v1;
-pub mod parallel;
 pub mod release;
-pub mod serve;
 pub mod upgrade;
 pub mod validate;
-pub mod version_range;
+
+// The crates below this one, under the names the rest of the tool (and its users) know them
+// by, as kube re-exports kube-core and kube-client.
+pub use catalog_model::{go_json, image_ref, manifest, olm_property, parallel, version_range};
+pub use catalog_server::{health_probe, heap, serve};

@@ -217,30 +217,23 @@ enum CatalogCommand {
 }
 
 fn main() -> ExitCode {
-    // Called as `grpc_health_probe` (the catalog image links that name to this binary): the
-    // probe OLM's registry pods exec, with that program's flags and exit codes.
-    let mut args = std::env::args();
-    let called_as = args.next().unwrap_or_default();
-    if std::path::Path::new(&called_as).file_name()
-        == Some(std::ffi::OsStr::new(
-            bundle_tool::health_probe::PROGRAM_NAME,
-        ))
-    {
-        let code = bundle_tool::health_probe::run(&args.collect::<Vec<_>>());
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    // Called as `grpc_health_probe` (a catalog image built with this binary as its server
+    // links that name to it): the probe OLM's registry pods exec.
+    if let Some(code) = catalog_server::command::run_as_health_probe() {
+        return ExitCode::from(code);
     }
     let cli = Cli::parse();
     // The other commands print only their results and errors; `RUST_LOG` (e.g. `debug`)
     // adds their logs on standard error: registry retries, HTTP exchanges.
     if std::env::var_os("RUST_LOG").is_some() {
-        init_logging();
+        catalog_server::command::init_logging();
     }
     match cli.command {
         Command::Generate(args) => finish(args.run()),
         Command::Serve(args) => {
             bundle_tool::heap::limit_malloc_arenas();
             bundle_tool::heap::merge_small_frees();
-            init_logging();
+            catalog_server::command::init_logging();
             finish(args.run())
         }
         Command::Validate(args) => finish(args.run()),
@@ -308,20 +301,6 @@ fn fail(error: &ActionError) -> ExitCode {
     }
     eprintln!("error: {error}");
     ExitCode::FAILURE
-}
-
-/// Logs as text on standard error, at `RUST_LOG` or `info`: always for `serve`, for the
-/// other commands when `RUST_LOG` is set.
-fn init_logging() {
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
 }
 
 /// Completions are generated from `Cli`, which only the binary has.

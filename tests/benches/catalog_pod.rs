@@ -6,11 +6,12 @@
 //! the 39 corpus catalogs merged with it.
 //!
 //! ```sh
-//! RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p bundle-tool --target x86_64-unknown-linux-gnu
+//! RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p catalog-server --target x86_64-unknown-linux-gnu
 //! cargo bench -p e2e --bench catalog_pod
 //! ```
 //!
-//! `E2E_CATALOG_SERVER` picks another static bundle-tool (default: the release build above).
+//! `E2E_CATALOG_SERVER` picks another static server (default: the release build above; a static
+//! bundle-tool serves the same way, for comparing with catalog images built before the split).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -114,11 +115,11 @@ async fn main() -> anyhow::Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/x86_64-unknown-linux-gnu/release/bundle-tool")
+                .join("../target/x86_64-unknown-linux-gnu/release/catalog-server")
         });
     anyhow::ensure!(
         server.is_file(),
-        "{} is missing: RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release -p bundle-tool --target x86_64-unknown-linux-gnu",
+        "{} is missing: RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release -p catalog-server --target x86_64-unknown-linux-gnu",
         server.display()
     );
     let assets = e2e::assets::Assets::locate()?;

@@ -29,14 +29,14 @@
 //! layer cache saw it push (warm only: ours runs cold with no cache).
 //!
 //! ```sh
-//! cargo build --release -p bundle-tool && cargo bench -p e2e --bench release
+//! cargo build --release -p bundle-tool -p catalog-server && cargo bench -p e2e --bench release
 //! ```
 //!
-//! The catalog image's server is the bundle-tool that runs the release (dynamically linked
-//! here, so its libraries come along and `ldd` runs each time); `E2E_CATALOG_SERVER` names a
-//! statically linked one instead, as a release job builds it (`RUSTFLAGS="-C
-//! target-feature=+crt-static" cargo build --release -p bundle-tool --target
-//! x86_64-unknown-linux-gnu`).
+//! The catalog image's server is the `catalog-server` beside the bundle-tool that runs the
+//! release (dynamically linked here, so its libraries come along and `ldd` runs each time);
+//! `E2E_CATALOG_SERVER` names a statically linked one instead, as a release job builds it
+//! (`RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p catalog-server
+//! --target x86_64-unknown-linux-gnu`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -393,8 +393,8 @@ async fn main() -> anyhow::Result<()> {
     match std::env::var_os("E2E_CATALOG_SERVER") {
         Some(server) => println!("catalog image server: {}", Path::new(&server).display()),
         None => println!(
-            "catalog image server: {} (the releasing binary)",
-            e2e::bundle_tool_binary().display()
+            "catalog image server: {} (beside the releasing binary)",
+            e2e::catalog_server_binary().display()
         ),
     }
     let registry = OciRegistry::start(RegistryAuth::Anonymous).await?;

@@ -99,31 +99,47 @@ pub fn free_port() -> anyhow::Result<u16> {
 
 /// The `bundle-tool` binary of this build (beside the test binaries' folder), for tests that
 /// run it as users do. The README test command builds it first. A binary older than any of
-/// bundle-tool's sources is refused: `cargo test` does not rebuild it, and an old binary
-/// would test old code.
+/// its sources is refused: `cargo test` does not rebuild it, and an old binary would test old
+/// code.
 pub fn bundle_tool_binary() -> std::path::PathBuf {
     static CHECKED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     CHECKED
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("the test binary's path");
-            let path = exe
-                .parent()
-                .and_then(|d| d.parent())
-                .expect("the target folder")
-                .join("bundle-tool");
-            // The inputs of the binary only: bundle-tool's own tests and fixtures are not, and
-            // `cargo build` does not relink the binary when they change.
-            let package = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle-tool");
-            for sources in ["src", "proto", "build.rs"] {
-                if let Err(why) = check_built_after(&path, &package.join(sources)) {
-                    panic!(
-                        "{why}: run `cargo build -p bundle-tool` (the README test command does)"
-                    );
-                }
-            }
-            path
-        })
+        .get_or_init(|| workspace_binary("bundle-tool", &["bundle-tool/src", SERVER_INPUTS]))
         .clone()
+}
+
+/// The `catalog-server` binary of this build (beside `bundle-tool`): the server every catalog
+/// image built by `bundle-tool` from that folder carries. Refused when older than its sources,
+/// as [`bundle_tool_binary`] is.
+pub fn catalog_server_binary() -> std::path::PathBuf {
+    static CHECKED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| workspace_binary("catalog-server", &[SERVER_INPUTS]))
+        .clone()
+}
+
+/// The server's inputs, which `bundle-tool` is built from as well (a space-separated list of
+/// paths in the workspace).
+const SERVER_INPUTS: &str =
+    "catalog-server/src catalog-server/proto catalog-server/build.rs catalog-model/src";
+
+/// The program `name` of this build, checked newer than every file of `inputs` (paths in the
+/// workspace, space-separated within an item: the binary's inputs only, since tests and
+/// fixtures are not, and `cargo build` does not relink the binary when they change).
+fn workspace_binary(name: &str, inputs: &[&str]) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let path = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("the target folder")
+        .join(name);
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for input in inputs.iter().flat_map(|item| item.split(' ')) {
+        if let Err(why) = check_built_after(&path, &workspace.join(input)) {
+            panic!("{why}: run `cargo build --workspace` (the README test command does)");
+        }
+    }
+    path
 }
 
 /// Fails unless `binary` exists and is newer than `sources` (a file, or every file below a

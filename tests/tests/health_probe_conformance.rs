@@ -1,4 +1,4 @@
-//! bundle-tool's built-in `grpc_health_probe` (the catalog image's probe command) against
+//! The catalog server's built-in `grpc_health_probe` (the catalog image's probe command) against
 //! grpc-ecosystem's grpc_health_probe v0.4.62, side by side: the same command lines give the
 //! same exit code and the same message, for a serving registry, a port nobody listens on,
 //! and the command lines the probe refuses.
@@ -10,10 +10,10 @@ use std::time::Duration;
 use e2e::assets::Assets;
 use e2e::registry_server::{RegistryServer, ServerKind};
 
-/// A folder with `grpc_health_probe` linked to this build's bundle-tool.
+/// A folder with `grpc_health_probe` linked to this build's catalog-server (as in the image).
 fn our_probe(dir: &Path) -> PathBuf {
     let link = dir.join("grpc_health_probe");
-    std::os::unix::fs::symlink(e2e::bundle_tool_binary(), &link).expect("a symlink");
+    std::os::unix::fs::symlink(e2e::catalog_server_binary(), &link).expect("a symlink");
     link
 }
 

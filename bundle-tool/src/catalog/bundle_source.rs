@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use super::declcfg::Bundle;
 use super::render::{RenderError, is_bundle_dir, render_bundle_dir};
 use crate::image::{BUNDLE_PACKAGE_LABEL, PullError};
+pub use catalog_model::bundle_mapping::{MappingSyntaxError, parse_mapping};
 
 /// A `--bundle-source` argument that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum MappingError {
     /// Not `REF=DIR`.
-    #[error("--bundle-source {0:?}: expected REF=DIR")]
-    Syntax(String),
+    #[error(transparent)]
+    Syntax(#[from] MappingSyntaxError),
     /// DIR is not a bundle folder.
     #[error("--bundle-source {spec:?}: {} is not a bundle folder (no manifests/ and metadata/)", .dir.display())]
     NotABundle {
@@ -63,15 +64,6 @@ pub enum BundleSourceError {
         /// Why.
         error: RenderError,
     },
-}
-
-/// Reads a `--bundle-source REF=DIR` argument (`catalog template` and `serve` alike). An
-/// image reference has no `=`, so the first one ends it.
-pub fn parse_mapping(spec: &str) -> Result<(String, PathBuf), MappingError> {
-    spec.split_once('=')
-        .filter(|(r, d)| !r.is_empty() && !d.is_empty())
-        .map(|(r, d)| (r.to_string(), PathBuf::from(d)))
-        .ok_or_else(|| MappingError::Syntax(spec.to_string()))
 }
 
 /// How bundle image references are turned into rendered bundles.

@@ -14,10 +14,11 @@
 
 pub mod add;
 pub mod bundle_source;
-pub mod declcfg;
 pub mod deprecate;
 pub mod graph;
-pub mod model;
 pub mod package_file;
 pub mod render;
 pub mod template;
+
+// The format and the model are the `catalog-model` crate, shared with the catalog server.
+pub use catalog_model::{declcfg, model};

@@ -1,10 +1,10 @@
 //! The catalog image: a file-based catalog at `/configs` and the server that serves it, so
 //! that OLM can run the image as a CatalogSource's registry pod. It matches what opm's
 //! generated Dockerfile makes (opm's base image, `serve /configs` as the command, the configs
-//! label), with `bundle-tool` in opm's place:
+//! label), with `catalog-server` in opm's place:
 //!
-//! - `/usr/bin/bundle-tool` is the entrypoint, running `serve /configs` on every interface of
-//!   the pod at :50051;
+//! - `/usr/bin/catalog-server` is the entrypoint, running `serve /configs` on every interface
+//!   of the pod at :50051;
 //! - `/usr/bin/grpc_health_probe` links to it, for OLM's exec probes
 //!   (`grpc_health_probe -addr=:50051 -rpc-timeout=5s`; see [`crate::health_probe`]);
 //! - it runs as user 1001 (numeric, so `runAsNonRoot` can be checked), writes nothing to its
@@ -12,8 +12,11 @@
 //!   `securityContextConfig: restricted` and with a read-only root file system;
 //! - `/tmp` is there for `grpcPodConfig.extractContent`, whose copy step runs in this image.
 //!
-//! The server is the running `bundle-tool` unless `BUNDLE_TOOL_SERVER_BINARY` names another.
-//! Statically linked, it is the only program in the image and the image is the same on every
+//! The server is `$BUNDLE_TOOL_SERVER_BINARY` when set, else the `catalog-server` program
+//! beside the running `bundle-tool` (a workspace build puts both in one folder; install both
+//! packages, `cargo install --path catalog-server` and `--path bundle-tool`), else
+//! `bundle-tool` itself, which serves the same way (`bundle-tool serve`) but is the whole tool
+//! (sizes in docs/benchmarks.md). Statically linked, it is the only program in the image and the image is the same on every
 //! machine for the same catalog and binary; linked dynamically (a plain `cargo build`), its
 //! shared libraries come along from this machine, with a warning.
 
@@ -36,17 +39,23 @@ use super::{CATALOG_CONFIGS_LABEL, digest};
 pub const SERVER_BINARY_VARIABLE: &str = "BUNDLE_TOOL_SERVER_BINARY";
 
 /// Where the server is in the image.
-pub const SERVER_PATH: &str = "/usr/bin/bundle-tool";
+pub const SERVER_PATH: &str = "/usr/bin/catalog-server";
+
+/// The server program's name, beside `bundle-tool` and in the image.
+pub const SERVER_PROGRAM: &str = "catalog-server";
 
 /// The user the server runs as (as OLM's own images do).
 pub const CATALOG_USER: &str = "1001";
 
-/// The server binary for catalog images: `$BUNDLE_TOOL_SERVER_BINARY`, else this program.
+/// The server binary for catalog images: `$BUNDLE_TOOL_SERVER_BINARY`, else `catalog-server`
+/// beside this program, else this program.
 pub fn server_binary() -> io::Result<PathBuf> {
-    match std::env::var_os(SERVER_BINARY_VARIABLE) {
-        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
-        _ => std::env::current_exe(),
+    if let Some(path) = std::env::var_os(SERVER_BINARY_VARIABLE).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
     }
+    let this = std::env::current_exe()?;
+    let beside = this.with_file_name(SERVER_PROGRAM);
+    Ok(if beside.is_file() { beside } else { this })
 }
 
 /// A built catalog image, and whether its server is linked statically (false: the image
@@ -64,7 +73,7 @@ impl CatalogImage {
     pub fn warning(&self, server: &Path) -> Option<String> {
         (!self.static_server).then(|| {
             format!(
-                "warning: {} is dynamically linked: the catalog image carries this machine's shared libraries for it; for an image that is the same everywhere, build bundle-tool statically (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu) and set {SERVER_BINARY_VARIABLE}",
+                "warning: {} is dynamically linked: the catalog image carries this machine's shared libraries for it; for an image that is the same everywhere, build catalog-server statically (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release -p catalog-server --target x86_64-unknown-linux-gnu) and set {SERVER_BINARY_VARIABLE}",
                 server.display()
             )
         })
@@ -101,7 +110,7 @@ impl ServerLayer {
         }
         entries.push(RootfsEntry::Symlink {
             path: format!("/usr/bin/{}", crate::health_probe::PROGRAM_NAME),
-            target: "bundle-tool".into(),
+            target: SERVER_PROGRAM.into(),
         });
         entries.push(RootfsEntry::Dir {
             path: "/tmp".into(),
@@ -375,9 +384,9 @@ mod tests {
         }
         assert_eq!(
             seen["usr/bin/grpc_health_probe"].1.as_deref(),
-            Some("bundle-tool")
+            Some("catalog-server")
         );
-        assert_eq!(seen["usr/bin/bundle-tool"].0, 0o755);
+        assert_eq!(seen["usr/bin/catalog-server"].0, 0o755);
         assert_eq!(seen["tmp/"].0, 0o1777);
         assert_eq!(seen["configs/pkg/catalog.json"].0, 0o644);
     }

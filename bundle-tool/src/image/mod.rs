@@ -28,7 +28,9 @@ pub use catalog::{
 pub use credentials::Credentials;
 pub use layer_cache::{CACHE_DIR_VARIABLE, LayerCache};
 pub use layout::{layout_digest, read_layout, write_images, write_layout};
-pub use pull::{BUNDLE_PACKAGE_LABEL, ImageKind, PullError, PulledImage, pull_to_temp};
+pub use pull::{
+    BUNDLE_PACKAGE_LABEL, BundleImagePuller, ImageKind, PullError, PulledImage, pull_to_temp,
+};
 pub use reference::parse_reference;
 pub use registry::{BlobsPushed, RegistryClient};
 pub use rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};

@@ -100,3 +100,35 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, std::i
             .block_on(future)),
     }
 }
+
+/// Pulls bundle images for `bundle-tool serve --inline-bundles`: the catalog server's seam
+/// for the registry client it does not carry itself.
+#[derive(Debug)]
+pub struct BundleImagePuller {
+    /// Talk plain HTTP to the registry (local registries).
+    pub plain_http: bool,
+}
+
+impl crate::serve::PullBundle for BundleImagePuller {
+    fn pull(
+        &self,
+        reference: &str,
+    ) -> Result<crate::serve::PulledBundle, crate::serve::BundleManifestsError> {
+        use crate::serve::BundleManifestsError;
+        let image = pull_to_temp(reference, self.plain_http).map_err(|error| match error {
+            PullError::Reference(_) => BundleManifestsError::Reference(error.into()),
+            PullError::Unpack(_) => BundleManifestsError::Unpack {
+                reference: reference.to_string(),
+                error: error.into(),
+            },
+            _ => BundleManifestsError::Pull {
+                reference: reference.to_string(),
+                error: error.into(),
+            },
+        })?;
+        Ok(crate::serve::PulledBundle {
+            root: image.root.clone(),
+            keep: Box::new(image),
+        })
+    }
+}

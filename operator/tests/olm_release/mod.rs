@@ -104,7 +104,7 @@ impl Checkout {
             .current_dir(self.root())
             .env(
                 bundle_tool::image::SERVER_BINARY_VARIABLE,
-                static_bundle_tool()?,
+                static_catalog_server()?,
             )
             .args([
                 "release",
@@ -148,7 +148,7 @@ impl Checkout {
             .current_dir(self.root())
             .env(
                 bundle_tool::image::SERVER_BINARY_VARIABLE,
-                static_bundle_tool()?,
+                static_catalog_server()?,
             )
             .args(args)
             .output()?;
@@ -186,17 +186,18 @@ impl Checkout {
     }
 }
 
-/// The statically linked bundle-tool the README test command builds, for the catalog image.
-pub fn static_bundle_tool() -> anyhow::Result<PathBuf> {
-    let binary = repo().join("target/x86_64-unknown-linux-gnu/debug/bundle-tool");
+/// The statically linked catalog server the README test command builds, for the catalog
+/// image.
+pub fn static_catalog_server() -> anyhow::Result<PathBuf> {
+    let binary = repo().join("target/x86_64-unknown-linux-gnu/debug/catalog-server");
     let built = std::fs::metadata(&binary)
         .and_then(|m| m.modified())
-        .map_err(|e| anyhow::anyhow!("{}: {e}: run RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build -p bundle-tool --target x86_64-unknown-linux-gnu (the README test command does)", binary.display()))?;
-    let ours = std::fs::metadata(e2e::bundle_tool_binary())?.modified()?;
+        .map_err(|e| anyhow::anyhow!("{}: {e}: run RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --workspace --target x86_64-unknown-linux-gnu (the README test command does)", binary.display()))?;
+    let ours = std::fs::metadata(e2e::catalog_server_binary())?.modified()?;
     // Both come from the same sources; a static build much older than the other is stale.
     ensure!(
         built + Duration::from_secs(3600) >= ours,
-        "{} is older than target/debug/bundle-tool: rebuild it (the README test command does)",
+        "{} is older than target/debug/catalog-server: rebuild it (the README test command does)",
         binary.display()
     );
     Ok(binary)

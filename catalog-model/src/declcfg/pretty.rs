@@ -51,7 +51,7 @@ fn string_end(text: &[u8], open: usize) -> (usize, bool) {
 
 /// Whether every number in `text` is one serde writes as it is read: a plain integer of at
 /// most 18 digits other than `-0` (serde writes `1e3` as `1000.0`).
-pub(crate) fn numbers_are_plain(text: &[u8]) -> bool {
+pub fn numbers_are_plain(text: &[u8]) -> bool {
     let mut i = 0;
     while i < text.len() {
         match text[i] {
@@ -221,7 +221,7 @@ pub(super) fn write_bundle(bundle: &Bundle, out: &mut Vec<u8>) -> io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::declcfg::{Property, RelatedImage};
+    use crate::declcfg::{Property, RelatedImage};
 
     fn through_serde(bundle: &Bundle) -> String {
         let formatter = serde_json::ser::PrettyFormatter::with_indent(INDENT);

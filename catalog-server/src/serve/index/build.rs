@@ -17,9 +17,9 @@ use super::{
     BundleRecord, CatalogIndex, ChannelEntry, ChannelMember, CsvSource, IndexArrays, PackageEntry,
     Span,
 };
-use crate::catalog::model::{self, HeadError, Model};
-use crate::olm_property;
 use crate::serve::spill::SpillWriter;
+use catalog_model::model::{self, HeadError, Model};
+use catalog_model::olm_property;
 
 /// Whether a bundle is served inline (empty bundle path, manifests embedded).
 #[derive(Debug)]

@@ -13,8 +13,8 @@ use base64::Engine;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use crate::catalog::declcfg::numbers_are_plain;
-use crate::go_json::{go_json, go_numbers};
+use catalog_model::declcfg::numbers_are_plain;
+use catalog_model::go_json::{go_json, go_numbers};
 
 /// opm's text for the property value stored as `raw` (compact, keys sorted).
 pub fn opm_property_json(raw: &str) -> Cow<'_, str> {

@@ -94,7 +94,7 @@ pub struct Bundle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::declcfg::{self, DeclarativeConfig};
+    use crate::declcfg::{self, DeclarativeConfig};
 
     fn validate_text(documents: &[&str]) -> Result<Model, String> {
         let mut config = DeclarativeConfig::default();

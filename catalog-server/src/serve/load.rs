@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::index::{CatalogIndex, IndexBuildError, Inline};
 use super::metas::MetaStore;
-use crate::catalog::{declcfg, model};
-use crate::image::PullError;
-use crate::manifest::ManifestError;
+use catalog_model::manifest::ManifestError;
+use catalog_model::{declcfg, model};
 
 /// Why a catalog folder cannot be served: what `catalog validate` would print, or what
 /// stopped the index.
@@ -54,14 +54,14 @@ pub enum BundleManifestsError {
     Empty(PathBuf),
     /// The reference is not an image reference.
     #[error(transparent)]
-    Reference(PullError),
+    Reference(BoxedError),
     /// The image could not be unpacked.
     #[error("unpack {reference}: {error}")]
     Unpack {
         /// The image.
         reference: String,
         /// Why.
-        error: PullError,
+        error: BoxedError,
     },
     /// The image could not be pulled.
     #[error("pull {reference}: {error}")]
@@ -69,8 +69,35 @@ pub enum BundleManifestsError {
         /// The image.
         reference: String,
         /// Why.
-        error: PullError,
+        error: BoxedError,
     },
+    /// The bundle has to be pulled and this server pulls no images.
+    #[error(
+        "bundle {reference}: its manifests are neither in the catalog (olm.bundle.object properties) nor in a --bundle-source folder, and this server does not pull images (bundle-tool serve does)"
+    )]
+    NoPuller {
+        /// The bundle image.
+        reference: String,
+    },
+}
+
+/// An error of the image code behind [`PullBundle`], kept whole for its text and causes.
+pub type BoxedError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A pulled bundle image unpacked in a folder that lives as long as the value.
+pub struct PulledBundle {
+    /// The unpacked image's root (`manifests/`, `metadata/`).
+    pub root: PathBuf,
+    /// Whatever keeps `root` on disk (a temporary folder), dropped with the value.
+    pub keep: Box<dyn std::any::Any + Send>,
+}
+
+/// Pulls bundle images for `--inline-bundles`. The image code (registry client, unpacking)
+/// lives above this crate, in bundle-tool; the catalog image's server has none, and a bundle
+/// it would need to pull is refused with [`BundleManifestsError::NoPuller`].
+pub trait PullBundle: std::fmt::Debug + Send + Sync {
+    /// Pulls and unpacks `reference`.
+    fn pull(&self, reference: &str) -> Result<PulledBundle, BundleManifestsError>;
 }
 
 /// How the catalog is turned into a snapshot.
@@ -81,8 +108,8 @@ pub struct LoadOptions {
     pub inline_bundles: bool,
     /// Bundle folders standing in for bundle images (image reference → folder).
     pub bundle_sources: BTreeMap<String, PathBuf>,
-    /// Pull bundle images over plain HTTP (local registries).
-    pub plain_http: bool,
+    /// Pulls the bundle images neither the catalog nor `bundle_sources` has the manifests of.
+    pub bundle_images: Option<Arc<dyn PullBundle>>,
     /// Keep the documents for the HTTP view.
     pub keep_documents: bool,
     /// Bytes of repeated single-bundle answers each snapshot may keep in memory (the rest
@@ -128,7 +155,15 @@ pub fn load_snapshot(root: &Path, options: &LoadOptions) -> Result<Snapshot, Sna
         if bundle.image.is_empty() {
             return Ok(Inline::No);
         }
-        pull_objects(&bundle.image, options.plain_http).map(Inline::Rendered)
+        match &options.bundle_images {
+            Some(puller) => {
+                let pulled = puller.pull(&bundle.image)?;
+                bundle_dir_objects(&pulled.root).map(Inline::Rendered)
+            }
+            None => Err(BundleManifestsError::NoPuller {
+                reference: bundle.image.clone(),
+            }),
+        }
     };
     let index = CatalogIndex::build(model, &mut inline, options.answer_memory)?;
     let indexed = started.elapsed();
@@ -160,7 +195,7 @@ pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, BundleManifestsErro
     files.sort();
     let mut objects = Vec::new();
     for file in files {
-        let documents = crate::manifest::read_path(&file)?;
+        let documents = catalog_model::manifest::read_path(&file)?;
         for document in documents {
             if document.value.is_object() {
                 objects.push(serde_json::to_string(&document.value)?);
@@ -171,20 +206,4 @@ pub fn bundle_dir_objects(dir: &Path) -> Result<Vec<String>, BundleManifestsErro
         return Err(BundleManifestsError::Empty(manifests));
     }
     Ok(objects)
-}
-
-/// Pulls a bundle image and reads its manifests.
-fn pull_objects(reference: &str, plain_http: bool) -> Result<Vec<String>, BundleManifestsError> {
-    let image = crate::image::pull_to_temp(reference, plain_http).map_err(|error| match error {
-        PullError::Reference(_) => BundleManifestsError::Reference(error),
-        PullError::Unpack(_) => BundleManifestsError::Unpack {
-            reference: reference.to_string(),
-            error,
-        },
-        _ => BundleManifestsError::Pull {
-            reference: reference.to_string(),
-            error,
-        },
-    })?;
-    bundle_dir_objects(image.root())
 }

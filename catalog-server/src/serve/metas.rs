@@ -3,7 +3,7 @@
 //! is read rarely and the documents are the bulk of a catalog.
 
 use super::spill::{BlobRef, SpillFile, SpillWriter};
-use crate::catalog::declcfg::DeclarativeConfig;
+use catalog_model::declcfg::DeclarativeConfig;
 
 /// Where one document is.
 struct MetaEntry {
@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn queries_select_documents_by_schema_package_and_name() {
         let mut config = DeclarativeConfig::default();
-        crate::catalog::declcfg::load_str(
+        catalog_model::declcfg::load_str(
             std::path::Path::new("catalog.yaml"),
             "schema: olm.package\nname: a\n---\nschema: olm.channel\npackage: a\nname: stable\nentries: [{name: a.v1}]\n---\nschema: olm.bundle\npackage: a\nname: a.v1\nimage: x/a:1\nproperties: [{type: olm.package, value: {packageName: a, version: 1.0.0}}]\n",
             &mut config,

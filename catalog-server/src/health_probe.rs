@@ -1,4 +1,4 @@
-//! `grpc_health_probe`, built into `bundle-tool`: the catalog image links the name to the
+//! `grpc_health_probe`, built into the catalog server: the catalog image links the name to the
 //! binary, so OLM's exec probe of a registry pod (`grpc_health_probe -addr=:50051
 //! -rpc-timeout=5s`) finds a program on `PATH` without a second binary in the image.
 //!
@@ -19,7 +19,7 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
-/// The program name the catalog image links to `bundle-tool`.
+/// The program name the catalog image links to the server (`catalog-server`).
 pub const PROGRAM_NAME: &str = "grpc_health_probe";
 
 /// Exit code: SERVING.
@@ -236,7 +236,7 @@ pub fn parse_args(args: &[String]) -> Result<Request, ArgumentError> {
     }
     if let Some(flag) = unsupported {
         return Err(invalid(format!(
-            "-{flag} is not supported by bundle-tool's built-in probe (plaintext only); use the grpc_health_probe program for TLS, ALTS or SPIFFE"
+            "-{flag} is not supported by the catalog server's built-in probe (plaintext only); use the grpc_health_probe program for TLS, ALTS or SPIFFE"
         )));
     }
     Ok(Request::Probe(options))
@@ -326,7 +326,10 @@ pub fn run(args: &[String]) -> i32 {
     let options = match parse_args(args) {
         Ok(Request::Probe(options)) => options,
         Ok(Request::Version) => {
-            eprintln!("{PROGRAM_NAME} (bundle-tool {})", env!("CARGO_PKG_VERSION"));
+            eprintln!(
+                "{PROGRAM_NAME} (catalog-server {})",
+                env!("CARGO_PKG_VERSION")
+            );
             return EXIT_SERVING;
         }
         Err(error) => {

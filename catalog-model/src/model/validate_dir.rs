@@ -4,7 +4,7 @@
 use super::build::ModelError;
 use super::bundle_document::check_bundle_document;
 use super::{Model, ValidationTree};
-use crate::catalog::declcfg::{self, DeclarativeConfig, LoadError};
+use crate::declcfg::{self, DeclarativeConfig, LoadError};
 
 /// Why a catalog folder is not a valid catalog: what opm would print.
 #[derive(Debug, thiserror::Error)]

@@ -41,7 +41,10 @@ use tonic::{Request, Response, Status};
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse, health_check_response};
 
-pub use load::{BundleManifestsError, LoadOptions, SnapshotError, load_snapshot};
+pub use load::{
+    BoxedError, BundleManifestsError, LoadOptions, PullBundle, PulledBundle, SnapshotError,
+    load_snapshot,
+};
 pub use state::CatalogHandle;
 
 /// Everything `bundle-tool serve` needs.

@@ -2,7 +2,7 @@
 //! and image references), in opm's order and with opm's messages. They run on every core
 //! before the model is built, or on the loader threads as each file is parsed.
 
-use crate::catalog::declcfg::{self, Kind, Property, RawJson};
+use crate::declcfg::{self, Kind, Property, RawJson};
 use crate::olm_property::{self, GoKind};
 use crate::version_range::parse_version;
 

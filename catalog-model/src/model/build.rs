@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::bundle_document::{BundleDocumentError, CheckedDocument, check_bundle_document};
 use super::{Bundle, Channel, Model, Package};
-use crate::catalog::declcfg::{self, DeclarativeConfig};
+use crate::declcfg::{self, DeclarativeConfig};
 
 /// Why the documents do not make a model (the first structural problem), in opm's words.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

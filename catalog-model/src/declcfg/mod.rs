@@ -25,7 +25,7 @@ pub use load::{
 pub use generic::{BundleObjectsError, DocumentError, add_document};
 pub use json::load_json as load_json_probing;
 pub use one_pass::load_json_one_pass;
-pub(crate) use pretty::numbers_are_plain;
+pub use pretty::numbers_are_plain;
 pub use raw::{Kind, RawJson};
 pub use spool::{JsonSpool, RenderedDocuments, SpoolIndex, SpoolText, StoredDocuments};
 pub use write::{to_json, to_yaml, write_json};
