@@ -68,15 +68,29 @@ pub struct CatalogImage {
 }
 
 impl CatalogImage {
-    /// What to tell the user about an image whose server, `server`, is linked dynamically:
-    /// said, not refused, since the image still runs on nodes like this machine.
+    /// What to tell the user about the image's server, `server`: that it is linked
+    /// dynamically (said, not refused, since the image still runs on nodes like this
+    /// machine), and that it is bundle-tool itself because no `catalog-server` was found
+    /// beside it (the image works, and is larger).
     pub fn warning(&self, server: &Path) -> Option<String> {
-        (!self.static_server).then(|| {
+        let dynamic = (!self.static_server).then(|| {
             format!(
                 "warning: {} is dynamically linked: the catalog image carries this machine's shared libraries for it; for an image that is the same everywhere, build catalog-server statically (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release -p catalog-server --target x86_64-unknown-linux-gnu) and set {SERVER_BINARY_VARIABLE}",
                 server.display()
             )
-        })
+        });
+        let whole_tool = (std::env::var_os(SERVER_BINARY_VARIABLE).is_none_or(|v| v.is_empty())
+            && server.file_name() != Some(std::ffi::OsStr::new(SERVER_PROGRAM)))
+        .then(|| {
+            format!(
+                "note: no {SERVER_PROGRAM} beside {}: the catalog image's server is bundle-tool itself; build catalog-server (cargo build -p catalog-server) for a smaller image",
+                server.display()
+            )
+        });
+        match (dynamic, whole_tool) {
+            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+            (a, b) => a.or(b),
+        }
     }
 }
 
