@@ -212,6 +212,38 @@ fn derived_rbac_of(
         .context("olm-v1 rbac printed no items")
 }
 
+/// The installer RBAC `bundle-tool release` wrote into the checkout (`release.olmV1Installer`
+/// of the repository's bundle-tool.yaml), as objects, after checking that it is what
+/// `olm-v1 rbac` derives from the pushed bundle images it says it covers.
+fn released_rbac(
+    checkout: &Checkout,
+    summary: &Value,
+    bundle_images: &[&str],
+) -> anyhow::Result<Vec<Value>> {
+    let line = summary["olmV1Rbac"]
+        .as_str()
+        .context("the release summary has no olmV1Rbac")?;
+    let file = checkout.root().join("olm/clusterextension-rbac.yaml");
+    ensure!(
+        line.starts_with(&file.display().to_string())
+            || line.starts_with("olm/clusterextension-rbac.yaml"),
+        "the release wrote its RBAC elsewhere: {line}"
+    );
+    let objects: Vec<Value> = bundle_tool::manifest::read_path(&file)?
+        .into_iter()
+        .map(|document| document.value)
+        .collect();
+    let derived = derived_rbac_of(bundle_images, INSTALLER, EXTENSION)?;
+    ensure!(
+        objects == derived,
+        "{} differs from olm-v1 rbac on {bundle_images:?}:\n{}\n--- olm-v1 rbac:\n{}",
+        file.display(),
+        serde_json::to_string_pretty(&objects)?,
+        serde_json::to_string_pretty(&derived)?
+    );
+    Ok(objects)
+}
+
 /// A rule to take out: in which object, how to find it, and the line operator-controller
 /// must print for it.
 struct Removal {
@@ -378,8 +410,9 @@ async fn olm_v1_installs_with_the_derived_rbac_only() -> anyhow::Result<()> {
         cluster.delete_extension(&name).await?;
     }
 
-    // 3. The whole derived RBAC: installed, running, reconciling real Redis, converting.
-    let objects = derived_rbac(&bundle_image, INSTALLER, EXTENSION)?;
+    // 3. The whole derived RBAC, as the release wrote it for the admin: installed, running,
+    // reconciling real Redis, converting.
+    let objects = released_rbac(&checkout, &first, &[&bundle_image])?;
     e2e::apply_objects(&client, &objects).await?;
     let install_started = Instant::now();
     olm_release::apply_olm_file(&client, "clusterextension.yaml").await?;
@@ -445,7 +478,8 @@ async fn olm_v1_installs_with_the_derived_rbac_only() -> anyhow::Result<()> {
         "the refusal does not name 0.2.0's ClusterRoles: {message}"
     );
     println!("upgrade with the 0.1.0 RBAC: {message}");
-    let objects = derived_rbac_of(&[&bundle_image, &second_bundle], INSTALLER, EXTENSION)?;
+    // 0.2.0's release wrote the RBAC for installing it and upgrading into it from 0.1.0.
+    let objects = released_rbac(&checkout, &second, &[&second_bundle, &bundle_image])?;
     e2e::apply_objects(&client, &objects).await?;
     cluster.nudge(EXTENSION).await?;
     cluster.wait_installed("redis-operator.v0.2.0").await?;

@@ -39,6 +39,13 @@ impl Repo {
             &dir.path().join("operator/config"),
         );
         copy_tree(&workspace().join("catalog"), &dir.path().join("catalog"));
+        // release.olmV1Installer's file, as committed.
+        std::fs::create_dir(dir.path().join("olm")).unwrap();
+        std::fs::copy(
+            workspace().join("olm/clusterextension-rbac.yaml"),
+            dir.path().join("olm/clusterextension-rbac.yaml"),
+        )
+        .unwrap();
         Repo { dir }
     }
 
@@ -229,6 +236,12 @@ fn the_committed_release_is_already_in_the_catalog_and_changes_nothing() {
         run["catalog"]["channels"]["stable-v0"],
         "redis-operator.v0.3.0"
     );
+    // release.olmV1Installer: the committed RBAC file is what this release derives.
+    let rbac = run["olmV1Rbac"].as_str().expect("olmV1Rbac in the summary");
+    assert!(
+        rbac.ends_with("olm/clusterextension-rbac.yaml unchanged (redis-operator.v0.1.0)"),
+        "{rbac}"
+    );
 }
 
 #[test]
@@ -269,6 +282,23 @@ fn a_new_version_is_released_once_and_a_rerun_changes_nothing() {
         "{checked}"
     );
     assert_ne!(std::fs::read(&catalog_json).unwrap(), old_catalog);
+    // The OLM v1 installer's RBAC now covers 0.4.0 and the upgrades into it from every
+    // earlier release, each bundle's own ClusterRole names included.
+    let rbac = first["olmV1Rbac"]
+        .as_str()
+        .expect("olmV1Rbac in the summary");
+    assert!(
+        rbac.ends_with("olm/clusterextension-rbac.yaml written (redis-operator.v0.4.0, redis-operator.v0.1.0, redis-operator.v0.2.0, redis-operator.v0.3.0)"),
+        "{rbac}"
+    );
+    let rbac_file =
+        std::fs::read_to_string(repo.path().join("olm/clusterextension-rbac.yaml")).unwrap();
+    for bundle in ["v0.1", "v0.2", "v0.3", "v0.4"] {
+        assert!(
+            rbac_file.contains(&format!("- redis-operator.{bundle}")),
+            "no ClusterRole of redis-operator.{bundle} named in:\n{rbac_file}"
+        );
+    }
     let template = std::fs::read_to_string(repo.path().join("catalog/template.yaml")).unwrap();
     assert_eq!(
         template

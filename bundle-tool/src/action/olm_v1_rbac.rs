@@ -81,17 +81,9 @@ impl Action for OlmV1RbacArgs {
                 text.push('\n');
                 text
             }
-            RbacFormat::Yaml => {
-                let mut text = String::new();
-                for object in &rbac.objects {
-                    text.push_str("---\n");
-                    text.push_str(
-                        &serde_saphyr::to_string(object)
-                            .map_err(|e| ActionError::message(format!("cannot write YAML: {e}")))?,
-                    );
-                }
-                text
-            }
+            RbacFormat::Yaml => rbac
+                .to_yaml()
+                .map_err(|e| ActionError::message(format!("cannot write YAML: {e}")))?,
         };
         Ok(Outcome::text(text))
     }

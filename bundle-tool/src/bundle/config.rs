@@ -77,6 +77,10 @@ pub struct ReleaseConfig {
     /// refuse stops the release.
     #[serde(default, rename = "olmV1")]
     pub olm_v1: bool,
+    /// For OLM v1: the installer ServiceAccount's RBAC for the released bundle, and for the
+    /// upgrades into it, written to a file for the cluster admin (docs/olm-v1.md).
+    #[serde(default, rename = "olmV1Installer")]
+    pub olm_v1_installer: Option<OlmV1Installer>,
     /// The `skipRange` of the release's catalog entries.
     #[serde(default)]
     pub skip_range: Option<String>,
@@ -87,6 +91,21 @@ pub struct ReleaseConfig {
     /// The OCI image layout folder when not pushing (relative to the config file).
     #[serde(default)]
     pub oci_layout: Option<PathBuf>,
+}
+
+/// `release.olmV1Installer`: whose RBAC `release` writes, and where.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OlmV1Installer {
+    /// The ClusterExtension's `spec.namespace`, where the ServiceAccount lives.
+    pub namespace: String,
+    /// The installer ServiceAccount's name (`spec.serviceAccount.name`).
+    pub service_account: String,
+    /// The ClusterExtension's name (default: the package's).
+    #[serde(default)]
+    pub extension: Option<String>,
+    /// The file written (relative to the config file), as YAML documents.
+    pub file: PathBuf,
 }
 
 /// CSV fields written as given.

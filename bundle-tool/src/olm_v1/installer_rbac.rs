@@ -69,6 +69,16 @@ impl InstallerRbac {
     pub fn to_list(&self) -> Value {
         json!({"apiVersion": "v1", "kind": "List", "items": self.objects})
     }
+
+    /// The objects as YAML documents, each after a `---` line.
+    pub fn to_yaml(&self) -> Result<String, serde_saphyr::ser::Error> {
+        let mut text = String::new();
+        for object in &self.objects {
+            text.push_str("---\n");
+            text.push_str(&serde_saphyr::to_string(object)?);
+        }
+        Ok(text)
+    }
 }
 
 /// Derives the installer's RBAC for every bundle given (several for an upgrade: the one

@@ -1,12 +1,13 @@
 //! A registry+v1 bundle as operator-controller reads it: the CSV, the CRDs, and every other
 //! object of `manifests/`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::OlmV1Error;
-use crate::manifest::{KubeObject, read_path};
+use crate::catalog::declcfg::Bundle;
+use crate::manifest::{Document, KubeObject, read_path, read_stream};
 
 /// The bundle's objects, each with where it came from.
 #[derive(Clone, Debug)]
@@ -27,9 +28,26 @@ impl RegistryV1 {
         } else {
             dir.to_path_buf()
         };
+        Self::from_documents(read_path(&manifests)?, dir)
+    }
+
+    /// A catalog's bundle from the objects it carries (`olm.bundle.object`), each named
+    /// `<bundle>/olm.bundle.object[i]` in messages.
+    pub fn from_catalog_bundle(bundle: &Bundle) -> Result<RegistryV1, OlmV1Error> {
+        let mut documents = Vec::new();
+        for (index, data) in bundle.objects().iter().enumerate() {
+            let label = PathBuf::from(format!("{}/olm.bundle.object[{index}]", bundle.name));
+            documents.extend(read_stream(&label, &String::from_utf8_lossy(data))?);
+        }
+        Self::from_documents(documents, Path::new(&bundle.name))
+    }
+
+    /// Sorts documents into the CSV, the CRDs and the rest; `source` names the bundle when it
+    /// has no CSV.
+    fn from_documents(documents: Vec<Document>, source: &Path) -> Result<RegistryV1, OlmV1Error> {
         let mut csv: Option<KubeObject> = None;
         let (mut crds, mut others) = (Vec::new(), Vec::new());
-        for document in read_path(&manifests)? {
+        for document in documents {
             let location = document.location.clone();
             let object = KubeObject::from_document(document).map_err(|why| OlmV1Error::Field {
                 location,
@@ -48,7 +66,7 @@ impl RegistryV1 {
             }
         }
         let csv = csv.ok_or_else(|| OlmV1Error::NoCsv {
-            dir: dir.to_path_buf(),
+            dir: source.to_path_buf(),
         })?;
         Ok(RegistryV1 { csv, crds, others })
     }

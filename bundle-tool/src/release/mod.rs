@@ -16,6 +16,7 @@
 pub mod bundle_diff;
 pub mod catalog_edit;
 mod commit;
+mod installer_rbac;
 mod layout;
 pub mod plan;
 pub mod publish;
@@ -76,6 +77,15 @@ pub enum StepError {
 /// Why a release stopped. Each names the file, image or version concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {
+    /// The OLM v1 installer's RBAC could not be derived or written (the catalog and images
+    /// are published already; re-running the release writes it).
+    #[error("{}: the OLM v1 installer RBAC (release.olmV1Installer): {message}", .path.display())]
+    InstallerRbac {
+        /// The file it goes to.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
     /// A setting is missing or unusable.
     #[error("{path}: {message}")]
     Config {

@@ -46,6 +46,15 @@ pub struct Settings {
 /// The OCI layout folder when neither the flag nor the config names one.
 pub const DEFAULT_OCI_LAYOUT: &str = "target/oci";
 
+/// The OLM v1 installer's RBAC file a release writes (`release.olmV1Installer`).
+#[derive(Clone, Debug)]
+pub struct InstallerRbacFile {
+    /// The file, as the config names it relative to itself.
+    pub file: PathBuf,
+    /// The ServiceAccount, its namespace and the ClusterExtension.
+    pub options: crate::olm_v1::RbacOptions,
+}
+
 /// Everything the steps need to know.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -79,6 +88,8 @@ pub struct Plan {
     pub max_risk: Option<(Risk, String)>,
     /// Run the `olm-v1` validator too (`--olm-v1` or `release.olmV1`).
     pub olm_v1: bool,
+    /// Where to write the OLM v1 installer's RBAC, and for whom (`release.olmV1Installer`).
+    pub olm_v1_installer: Option<InstallerRbacFile>,
     /// Push to registries (else write the OCI layout).
     pub push: bool,
     /// The OCI layout folder when not pushing.
@@ -200,6 +211,7 @@ impl Plan {
             .clone()
             .or(release.oci_layout.clone())
             .unwrap_or_else(|| PathBuf::from(DEFAULT_OCI_LAYOUT));
+        let package = config.package.clone();
         Ok(Plan {
             config_path: args.config.clone(),
             package: config.package.clone(),
@@ -216,6 +228,19 @@ impl Plan {
             min_level,
             max_risk,
             olm_v1: args.olm_v1 || release.olm_v1,
+            olm_v1_installer: release.olm_v1_installer.as_ref().map(|installer| {
+                InstallerRbacFile {
+                    file: base(&args.config).join(&installer.file),
+                    options: crate::olm_v1::RbacOptions {
+                        namespace: installer.namespace.clone(),
+                        service_account: installer.service_account.clone(),
+                        extension: installer
+                            .extension
+                            .clone()
+                            .unwrap_or_else(|| package.clone()),
+                    },
+                }
+            }),
             push: args.push || release.push,
             oci_layout,
             registry: args.registry.clone(),

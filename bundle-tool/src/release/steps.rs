@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::catalog_edit::{self, StagedCatalog};
+use super::installer_rbac;
 use super::layout::publish_to_layout;
 use super::publish::Registries;
 use super::summary::{Step, StepStatus, Summary};
@@ -109,6 +110,12 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
         None => publish_to_layout(plan, summary, outputs)?,
     }
     finish(plan, summary, staged.as_ref());
+    // Written after the catalog it is derived from, so it describes what the catalog serves;
+    // a release that changed nothing still brings the file up to date.
+    if let Some(rbac) = &plan.olm_v1_installer {
+        let (written, bundles) = installer_rbac::write(plan, rbac)?;
+        summary.olm_v1_rbac = Some(installer_rbac::describe(&rbac.file, &written, &bundles));
+    }
     Ok(())
 }
 

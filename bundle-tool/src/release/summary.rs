@@ -153,6 +153,10 @@ pub struct Summary {
     pub level_name: Option<String>,
     /// The minimum asked for.
     pub min_level: Option<u8>,
+    /// The OLM v1 installer RBAC file (`release.olmV1Installer`): the file, whether it was
+    /// written or unchanged, and the bundles it covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub olm_v1_rbac: Option<String>,
     /// Every step.
     pub steps: Vec<StepLine>,
     /// One line saying what happened.
@@ -197,6 +201,7 @@ impl Summary {
             level: None,
             level_name: None,
             min_level: plan.min_level.as_ref().map(|(n, _)| *n),
+            olm_v1_rbac: None,
             steps: Step::ALL
                 .into_iter()
                 .map(|name| StepLine {
@@ -274,6 +279,9 @@ impl Summary {
                 None => String::new(),
             };
             let _ = writeln!(out, "level     {level} ({name}){min}");
+        }
+        if let Some(rbac) = &self.olm_v1_rbac {
+            let _ = writeln!(out, "olm-v1    {rbac}");
         }
         let steps: Vec<String> = self
             .steps

@@ -82,6 +82,19 @@ pub fn check_edges_into(
     check_edges(root, Some(package), Some(to), None)
 }
 
+/// The bundles of `package` with an upgrade edge (`replaces`, `skips`, `skipRange`) into
+/// `to`, in any channel: whom a release of `to` upgrades. Sorted, each once.
+pub fn upgrades_into(config: &DeclarativeConfig, package: &str, to: &str) -> Vec<String> {
+    let mut from: Vec<String> = edges(config, Some(package))
+        .into_keys()
+        .filter(|(_, _, into)| into == to)
+        .map(|(_, from, _)| from)
+        .collect();
+    from.sort();
+    from.dedup();
+    from
+}
+
 /// Why an edge was not checked: one of its bundles could not be read (it is listed as not
 /// checked, and the others go on).
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,7 @@ pub mod schema;
 
 pub use bundle_contents::{BundleContents, ClusterError, UpgradeError};
 pub use catalog_edges::{
-    CatalogReport, Edge, ImageBundles, NotChecked, check_catalog, check_edges_into,
+    CatalogReport, Edge, ImageBundles, NotChecked, check_catalog, check_edges_into, upgrades_into,
 };
 pub use finding::{Area, Finding, Level, Report};
 pub use live_crds::{EXISTING_OBJECT_INVALID, Live, read_cluster};
