@@ -115,10 +115,21 @@ pub fn upgraded_catalog(
         image: previous.to_string(),
         error,
     })?;
-    let mut config = declcfg::load_dir(pulled.root()).map_err(|error| RunError::Load {
+    let config = declcfg::load_dir(pulled.root()).map_err(|error| RunError::Load {
         image: previous.to_string(),
         error,
     })?;
+    with_upgrade(config, previous, bundle, installed)
+}
+
+/// `config` (the catalog of the image `previous`) with `bundle` as the channel's head,
+/// replacing `installed`.
+pub fn with_upgrade(
+    mut config: DeclarativeConfig,
+    previous: &str,
+    bundle: &RunBundle,
+    installed: &str,
+) -> Result<UpgradeEdge, RunError> {
     if config.bundles.iter().any(|b| b.name == bundle.csv_name()) {
         return Err(RunError::AlreadyInCatalog {
             bundle: bundle.csv_name().to_string(),
@@ -199,4 +210,58 @@ pub async fn build_and_push(
         },
         warning,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_bundle() -> RunBundle {
+        RunBundle::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle")).unwrap()
+    }
+
+    #[test]
+    fn the_first_catalog_is_the_bundle_alone_and_valid() {
+        let bundle = repo_bundle();
+        assert_eq!(bundle.package(), "redis-operator");
+        assert_eq!(bundle.csv["kind"], "ClusterServiceVersion");
+        let config = first_catalog(&bundle).unwrap();
+        assert_eq!(config.packages[0].default_channel, CHANNEL);
+        assert_eq!(config.channels[0].entries[0].name, bundle.csv_name());
+        assert!(config.bundles[0].image.is_empty(), "served inline");
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(folder.path().join("redis-operator")).unwrap();
+        std::fs::write(
+            folder.path().join("redis-operator/catalog.json"),
+            declcfg::to_json(&config),
+        )
+        .unwrap();
+        crate::catalog::model::validate_dir(folder.path()).unwrap();
+    }
+
+    #[test]
+    fn an_upgrade_adds_the_edge_from_the_installed_csv_and_says_so() {
+        let old = repo_bundle();
+        let mut new = repo_bundle();
+        new.bundle.name = "redis-operator.v0.2.0".into();
+        new.csv["spec"]["replaces"] = Value::Null;
+        let edge = with_upgrade(first_catalog(&old).unwrap(), "img", &new, old.csv_name()).unwrap();
+        let entry = edge.config.channels[0]
+            .entries
+            .iter()
+            .find(|e| e.name == "redis-operator.v0.2.0")
+            .unwrap();
+        assert_eq!(entry.replaces, old.csv_name());
+        assert_eq!(
+            edge.added_edge.as_deref(),
+            Some(
+                "redis-operator.v0.2.0 names no bundle in spec.replaces; the catalog's channel entry adds the edge redis-operator.v0.1.0 -> redis-operator.v0.2.0"
+            )
+        );
+        new.csv["spec"]["replaces"] = Value::from(old.csv_name());
+        let edge = with_upgrade(first_catalog(&old).unwrap(), "img", &new, old.csv_name()).unwrap();
+        assert_eq!(edge.added_edge, None);
+        let again = with_upgrade(first_catalog(&old).unwrap(), "img", &old, old.csv_name());
+        assert!(matches!(again, Err(RunError::AlreadyInCatalog { .. })));
+    }
 }
