@@ -256,6 +256,18 @@ impl Cluster {
         Ok(None)
     }
 
+    /// Whether the cluster serves the CRD `name`.
+    pub async fn has_crd(&self, name: &str) -> Result<bool, RunError> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        Ok(crds
+            .get_opt(name)
+            .await
+            .map_err(api_error(format!(
+                "reading CustomResourceDefinition {name}"
+            )))?
+            .is_some())
+    }
+
     /// Whether the namespace exists.
     pub async fn namespace_exists(&self) -> Result<bool, RunError> {
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());

@@ -40,6 +40,9 @@ pub struct RunRequest {
     pub upgrade: bool,
 }
 
+/// The CRD that shows OLM v1 (operator-controller) is installed.
+const OLM_V1_CRD: &str = "clusterextensions.olm.operatorframework.io";
+
 /// How often the cluster is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -111,6 +114,9 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
     let cluster =
         Cluster::connect(request.kubeconfig.as_deref(), request.namespace.as_deref()).await?;
     if let Some(missing) = cluster.missing_olm_crd().await? {
+        if cluster.has_crd(OLM_V1_CRD).await? {
+            return Err(RunError::OnlyOlmV1 { missing });
+        }
         return Err(RunError::NoOlm { missing });
     }
     if !cluster.namespace_exists().await? {

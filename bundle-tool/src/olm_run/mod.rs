@@ -113,6 +113,14 @@ pub enum RunError {
         /// The first missing CustomResourceDefinition.
         missing: String,
     },
+    /// The cluster has OLM v1 and not OLM v0.
+    #[error(
+        "this cluster runs OLM v1 (operator-controller) and not OLM v0 ({missing} is not served): run installs through OLM v0 only; install with a ClusterCatalog and a ClusterExtension (olm/clustercatalog.yaml, olm/clusterextension.yaml, bundle-tool olm-v1 rbac)"
+    )]
+    OnlyOlmV1 {
+        /// The first missing OLM v0 CRD.
+        missing: String,
+    },
     /// The namespace does not exist.
     #[error("namespace {0} does not exist: create it first (kubectl create namespace {0})")]
     NoNamespace(String),
