@@ -30,11 +30,13 @@ pub enum ApprovalFlag {
 /// `--olm`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OlmFlag {
-    /// The OLM the cluster has (OLM v0's CRDs).
+    /// OLM v0 when the cluster serves its CRDs, else OLM v1.
     #[default]
     Auto,
     /// OLM v0 (CatalogSource, Subscription).
     V0,
+    /// OLM v1 (ClusterCatalog, installer ServiceAccount, ClusterExtension).
+    V1,
 }
 
 /// `bundle-tool run`.
@@ -197,6 +199,11 @@ impl Action for RunArgs {
             timeout: self.timeout,
             kubeconfig: self.kubeconfig.clone(),
             upgrade: self.upgrade,
+            olm: match self.olm {
+                OlmFlag::Auto => olm_run::OlmChoice::Auto,
+                OlmFlag::V0 => olm_run::OlmChoice::V0,
+                OlmFlag::V1 => olm_run::OlmChoice::V1,
+            },
         };
         let (report, error) = olm_run::run(&request);
         Ok(outcome(&report, error, self.output))

@@ -161,6 +161,28 @@ pub fn with_upgrade(
     Ok(UpgradeEdge { config, added_edge })
 }
 
+/// Pushes `image` to `repository:tag`; returns the digest.
+pub async fn push_image(
+    image: &image::BuiltImage,
+    repository: &str,
+    tag: &str,
+    access: &RegistryAccess,
+) -> Result<String, RunError> {
+    let target = format!("{repository}:{tag}");
+    let reference = parse_reference(&target).map_err(|error| RunError::Push {
+        image: target.clone(),
+        error,
+    })?;
+    access
+        .client(&reference)
+        .push(&reference, image)
+        .await
+        .map_err(|error| RunError::Push {
+            image: target.clone(),
+            error,
+        })
+}
+
 /// A catalog image pushed.
 #[derive(Clone, Debug)]
 pub struct PushedCatalog {
@@ -190,19 +212,7 @@ pub async fn build_and_push(
     let layer = image::ServerLayer::prepare(&server).map_err(RunError::Io)?;
     let built = image::build_catalog_image_with(folder.path(), &layer).map_err(RunError::Io)?;
     let warning = built.warning(&server);
-    let target = format!("{repository}:{tag}");
-    let reference = parse_reference(&target).map_err(|error| RunError::Push {
-        image: target.clone(),
-        error,
-    })?;
-    let client = access.client(&reference);
-    let digest = client
-        .push(&reference, &built.image)
-        .await
-        .map_err(|error| RunError::Push {
-            image: target.clone(),
-            error,
-        })?;
+    let digest = push_image(&built.image, repository, tag, access).await?;
     Ok((
         PushedCatalog {
             image: format!("{repository}@{digest}"),

@@ -80,8 +80,12 @@ pub fn owned_crds(csv: &Value) -> Vec<String> {
 async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<String>, RunError> {
     let cluster =
         Cluster::connect(request.kubeconfig.as_deref(), request.namespace.as_deref()).await?;
-    if let Some(missing) = cluster.missing_olm_crd().await? {
-        return Err(RunError::NoOlm { missing });
+    let missing_v0 = cluster.missing_olm_crd().await?;
+    let has_v1 = cluster.has_crd(super::install::OLM_V1_CRD).await?;
+    if let (Some(missing), false) = (&missing_v0, has_v1) {
+        return Err(RunError::NoOlm {
+            missing: missing.clone(),
+        });
     }
     let names = Names {
         package: request.package.clone(),
@@ -89,8 +93,45 @@ async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<St
     };
     let selector = objects::selector(&names.package);
     let mut doomed: Vec<(Kind, Value)> = Vec::new();
-    let subscriptions = cluster.list(Kind::Subscription, &selector).await?;
     let mut csv_name = None;
+    if has_v1 {
+        // The ClusterExtension first, while its installer may still remove what it made.
+        let extensions = cluster.list(Kind::ClusterExtension, &selector).await?;
+        for extension in &extensions {
+            if let Some(bundle) = extension["status"]["install"]["bundle"]["name"].as_str() {
+                csv_name = Some(bundle.to_string());
+            }
+            cluster
+                .delete(Kind::ClusterExtension, name(extension))
+                .await?;
+            steps.push("deleted", describe(Kind::ClusterExtension, extension), "");
+        }
+        wait_gone(
+            &cluster,
+            steps,
+            request.timeout,
+            Kind::ClusterExtension,
+            &extensions,
+        )
+        .await?;
+        for kind in [
+            Kind::RoleBinding,
+            Kind::Role,
+            Kind::ClusterRoleBinding,
+            Kind::ClusterRole,
+            Kind::ServiceAccount,
+            Kind::ClusterCatalog,
+        ] {
+            for object in cluster.list(kind, &selector).await? {
+                doomed.push((kind, object));
+            }
+        }
+    }
+    let subscriptions = if missing_v0.is_none() {
+        cluster.list(Kind::Subscription, &selector).await?
+    } else {
+        Vec::new()
+    };
     for subscription in &subscriptions {
         doomed.push((Kind::Subscription, subscription.clone()));
         let csv = ["installedCSV", "currentCSV"]
@@ -115,6 +156,9 @@ async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<St
         .filter(|(kind, _)| *kind == Kind::ClusterServiceVersion)
         .flat_map(|(_, csv)| owned_crds(csv))
         .collect();
+    if missing_v0.is_some() {
+        return finish(&cluster, steps, request, &names, doomed, &crds, csv_name).await;
+    }
     for kind in [Kind::CatalogSource, Kind::Service, Kind::Pod] {
         for object in cluster.list(kind, &selector).await? {
             doomed.push((kind, object));
@@ -140,7 +184,20 @@ async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<St
             );
         }
     }
-    if doomed.is_empty() {
+    finish(&cluster, steps, request, &names, doomed, &crds, csv_name).await
+}
+
+/// Deletes `doomed` (and the CRDs with `--delete-crds`) and waits until they are gone.
+async fn finish(
+    cluster: &Cluster,
+    steps: &mut Steps,
+    request: &CleanupRequest,
+    names: &Names,
+    doomed: Vec<(Kind, Value)>,
+    crds: &[String],
+    csv_name: Option<String>,
+) -> Result<Option<String>, RunError> {
+    if doomed.is_empty() && !steps.changed() {
         steps.push(
             "note",
             format!("package {}", names.package),
@@ -153,29 +210,47 @@ async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<St
         steps.push("deleted", describe(*kind, object), "");
     }
     if request.delete_crds {
-        for crd in &crds {
+        for crd in crds {
             if cluster.delete(Kind::CustomResourceDefinition, crd).await? {
                 steps.push("deleted", format!("CustomResourceDefinition {crd}"), "");
             }
         }
     }
-    let deadline = steps.started + request.timeout;
     for (kind, object) in &doomed {
-        loop {
-            if cluster.get(*kind, name(object)).await?.is_none() {
-                break;
-            }
+        wait_gone(
+            cluster,
+            steps,
+            request.timeout,
+            *kind,
+            std::slice::from_ref(object),
+        )
+        .await?;
+    }
+    steps.push("gone", format!("{} objects", doomed.len()), "");
+    Ok(csv_name)
+}
+
+/// Waits until every object of `objects` is gone, within the command's timeout.
+async fn wait_gone(
+    cluster: &Cluster,
+    steps: &Steps,
+    timeout: Duration,
+    kind: Kind,
+    objects: &[Value],
+) -> Result<(), RunError> {
+    let deadline = steps.started + timeout;
+    for object in objects {
+        while cluster.get(kind, name(object)).await?.is_some() {
             if Instant::now() >= deadline {
                 return Err(RunError::NotGone {
-                    object: describe(*kind, object),
+                    object: describe(kind, object),
                     seconds: steps.started.elapsed().as_secs(),
                 });
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
-    steps.push("gone", format!("{} objects", doomed.len()), "");
-    Ok(csv_name)
+    Ok(())
 }
 
 #[cfg(test)]

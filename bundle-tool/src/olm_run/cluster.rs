@@ -45,6 +45,20 @@ pub enum Kind {
     ClusterServiceVersion,
     /// apiextensions' CustomResourceDefinition (cluster-scoped).
     CustomResourceDefinition,
+    /// OLM v1's ClusterCatalog (cluster-scoped).
+    ClusterCatalog,
+    /// OLM v1's ClusterExtension (cluster-scoped).
+    ClusterExtension,
+    /// core/v1 ServiceAccount.
+    ServiceAccount,
+    /// rbac/v1 ClusterRole (cluster-scoped).
+    ClusterRole,
+    /// rbac/v1 ClusterRoleBinding (cluster-scoped).
+    ClusterRoleBinding,
+    /// rbac/v1 Role.
+    Role,
+    /// rbac/v1 RoleBinding.
+    RoleBinding,
 }
 
 impl Kind {
@@ -59,7 +73,39 @@ impl Kind {
             Kind::InstallPlan => "InstallPlan",
             Kind::ClusterServiceVersion => "ClusterServiceVersion",
             Kind::CustomResourceDefinition => "CustomResourceDefinition",
+            Kind::ClusterCatalog => "ClusterCatalog",
+            Kind::ClusterExtension => "ClusterExtension",
+            Kind::ServiceAccount => "ServiceAccount",
+            Kind::ClusterRole => "ClusterRole",
+            Kind::ClusterRoleBinding => "ClusterRoleBinding",
+            Kind::Role => "Role",
+            Kind::RoleBinding => "RoleBinding",
         }
+    }
+
+    /// The kind named `name`, among those `run` makes for OLM v1's installer.
+    pub fn of_installer_object(name: &str) -> Option<Kind> {
+        [
+            Kind::ServiceAccount,
+            Kind::ClusterRole,
+            Kind::ClusterRoleBinding,
+            Kind::Role,
+            Kind::RoleBinding,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == name)
+    }
+
+    /// Whether objects of the kind live outside namespaces.
+    pub fn cluster_scoped(self) -> bool {
+        matches!(
+            self,
+            Kind::CustomResourceDefinition
+                | Kind::ClusterCatalog
+                | Kind::ClusterExtension
+                | Kind::ClusterRole
+                | Kind::ClusterRoleBinding
+        )
     }
 
     fn resource(self) -> ApiResource {
@@ -76,6 +122,13 @@ impl Kind {
             Kind::CustomResourceDefinition => {
                 ("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             }
+            Kind::ClusterCatalog => ("olm.operatorframework.io", "v1", "clustercatalogs"),
+            Kind::ClusterExtension => ("olm.operatorframework.io", "v1", "clusterextensions"),
+            Kind::ServiceAccount => ("", "v1", "serviceaccounts"),
+            Kind::ClusterRole => ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+            Kind::ClusterRoleBinding => ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+            Kind::Role => ("rbac.authorization.k8s.io", "v1", "roles"),
+            Kind::RoleBinding => ("rbac.authorization.k8s.io", "v1", "rolebindings"),
         };
         ApiResource {
             group: group.into(),
@@ -151,9 +204,10 @@ impl Cluster {
     }
 
     fn api(&self, kind: Kind) -> Api<DynamicObject> {
-        match kind {
-            Kind::CustomResourceDefinition => Api::all_with(self.client.clone(), &kind.resource()),
-            _ => Api::namespaced_with(self.client.clone(), &self.namespace, &kind.resource()),
+        if kind.cluster_scoped() {
+            Api::all_with(self.client.clone(), &kind.resource())
+        } else {
+            Api::namespaced_with(self.client.clone(), &self.namespace, &kind.resource())
         }
     }
 

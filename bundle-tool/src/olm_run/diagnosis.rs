@@ -17,6 +17,10 @@ pub enum Stage {
     Installed,
     /// The CSV Succeeded.
     Succeeded,
+    /// OLM v1: the ClusterCatalog serving.
+    CatalogServing,
+    /// OLM v1: the ClusterExtension installed.
+    ExtensionInstalled,
 }
 
 impl std::fmt::Display for Stage {
@@ -27,6 +31,8 @@ impl std::fmt::Display for Stage {
             Stage::Resolved => "the Subscription to resolve",
             Stage::Installed => "the InstallPlan to complete",
             Stage::Succeeded => "the ClusterServiceVersion to succeed",
+            Stage::CatalogServing => "the ClusterCatalog to be Serving",
+            Stage::ExtensionInstalled => "the ClusterExtension to be Installed",
         })
     }
 }
@@ -48,6 +54,10 @@ pub struct Observed {
     pub operator_pods: Vec<Value>,
     /// The last lines of a failing container's log, by `pod/container`.
     pub logs: Vec<(String, String)>,
+    /// OLM v1's ClusterCatalog.
+    pub cluster_catalog: Option<Value>,
+    /// OLM v1's ClusterExtension.
+    pub cluster_extension: Option<Value>,
 }
 
 /// A named reason for not progressing.
@@ -75,6 +85,9 @@ impl std::fmt::Display for Stuck {
 }
 
 fn name_of(kind: &str, object: &Value) -> String {
+    if object["metadata"]["namespace"].is_null() {
+        return format!("{kind} {}", text(&object["metadata"]["name"]));
+    }
     format!(
         "{kind} {}/{}",
         object["metadata"]["namespace"].as_str().unwrap_or_default(),
@@ -310,6 +323,43 @@ pub fn diagnose(stage: Stage, observed: &Observed) -> Option<Stuck> {
                 terminal: phase == "Failed",
             })
         }
+        Stage::CatalogServing => {
+            let catalog = observed.cluster_catalog.as_ref()?;
+            let progressing = condition(catalog, "Progressing");
+            Some(Stuck {
+                object: name_of("ClusterCatalog", catalog),
+                reason: match progressing {
+                    Some(c) => format!(
+                        "not Serving: Progressing {} ({}): {}",
+                        text(&c["status"]),
+                        text(&c["reason"]),
+                        text(&c["message"])
+                    ),
+                    None => "catalogd has not reported on it yet".into(),
+                },
+                next: "catalogd must be able to pull the catalog image (its registries.conf, pull secrets); catalogd's log".into(),
+                terminal: false,
+            })
+        }
+        Stage::ExtensionInstalled => {
+            let extension = observed.cluster_extension.as_ref()?;
+            let progressing = condition(extension, "Progressing");
+            let message = progressing.map(|c| text(&c["message"])).unwrap_or_default();
+            Some(Stuck {
+                object: name_of("ClusterExtension", extension),
+                reason: match progressing {
+                    Some(c) => format!("Progressing {}: {message}", text(&c["reason"])),
+                    None => "operator-controller has not reported on it yet".into(),
+                },
+                next: if message.contains("pre-authorization failed") {
+                    "the installer ServiceAccount lacks the rights listed: bundle-tool olm-v1 rbac derives them".into()
+                } else {
+                    "kubectl get clusterextension -o yaml; operator-controller's log".into()
+                },
+                // The permission preflight does not pass until someone grants the rights.
+                terminal: message.contains("pre-authorization failed"),
+            })
+        }
     }
 }
 
@@ -451,6 +501,49 @@ mod tests {
         assert_eq!(diagnose(Stage::ServerReady, &Observed::default()), None);
         let fine = pod(json!([{"name": "registry", "state": {"running": {}}}]));
         assert_eq!(pod_problem(&fine, &[]), None);
+    }
+
+    #[test]
+    fn olm_v1_names_the_missing_rights_and_stops() {
+        let extension = json!({"metadata": {"name": "op-run"}, "status": {"conditions": [
+            {"type": "Installed", "status": "False"},
+            {"type": "Progressing", "status": "True", "reason": "Retrying", "message": "pre-authorization failed: service account requires the following permissions to manage cluster extension:\n Namespace:\"\" APIGroups:[apps] Resources:[deployments] Verbs:[create]"},
+        ]}});
+        let stuck = diagnose(
+            Stage::ExtensionInstalled,
+            &Observed {
+                cluster_extension: Some(extension),
+                ..Observed::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(stuck.object, "ClusterExtension op-run");
+        assert!(
+            stuck
+                .reason
+                .starts_with("Progressing Retrying: pre-authorization failed"),
+            "{}",
+            stuck.reason
+        );
+        assert!(
+            stuck
+                .reason
+                .contains("Resources:[deployments] Verbs:[create]")
+        );
+        assert!(stuck.terminal);
+        let catalog = json!({"metadata": {"name": "c"}, "status": {"conditions": [{"type": "Progressing", "status": "True", "reason": "Retrying", "message": "error pulling image: 401"}]}});
+        let stuck = diagnose(
+            Stage::CatalogServing,
+            &Observed {
+                cluster_catalog: Some(catalog),
+                ..Observed::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            stuck.reason,
+            "not Serving: Progressing True (Retrying): error pulling image: 401"
+        );
     }
 
     #[test]

@@ -38,10 +38,24 @@ pub struct RunRequest {
     pub kubeconfig: Option<PathBuf>,
     /// Move the installed package to this bundle.
     pub upgrade: bool,
+    /// Which OLM to install through.
+    pub olm: OlmChoice,
+}
+
+/// `--olm`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OlmChoice {
+    /// OLM v0 when its CRDs are served, else OLM v1 when operator-controller's are.
+    #[default]
+    Auto,
+    /// OLM v0.
+    V0,
+    /// OLM v1.
+    V1,
 }
 
 /// The CRD that shows OLM v1 (operator-controller) is installed.
-const OLM_V1_CRD: &str = "clusterextensions.olm.operatorframework.io";
+pub(super) const OLM_V1_CRD: &str = "clusterextensions.olm.operatorframework.io";
 
 /// How often the cluster is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
@@ -85,6 +99,14 @@ pub(super) struct Steps {
 }
 
 impl Steps {
+    /// Whether a step so far changed the cluster.
+    pub(super) fn changed(&self) -> bool {
+        self.report
+            .steps
+            .iter()
+            .any(|s| matches!(s.action.as_str(), "created" | "updated" | "deleted"))
+    }
+
     pub(super) fn push(
         &mut self,
         action: &str,
@@ -113,11 +135,23 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
     let bundle = RunBundle::read(&request.bundle)?;
     let cluster =
         Cluster::connect(request.kubeconfig.as_deref(), request.namespace.as_deref()).await?;
-    if let Some(missing) = cluster.missing_olm_crd().await? {
-        if cluster.has_crd(OLM_V1_CRD).await? {
-            return Err(RunError::OnlyOlmV1 { missing });
+    let missing_v0 = cluster.missing_olm_crd().await?;
+    let has_v1 = cluster.has_crd(OLM_V1_CRD).await?;
+    match (request.olm, missing_v0) {
+        (OlmChoice::V1, _) if has_v1 => {
+            return super::olm_v1::install(request, steps, &cluster, bundle).await;
         }
-        return Err(RunError::NoOlm { missing });
+        (OlmChoice::V1, _) => {
+            return Err(RunError::NoOlm {
+                missing: OLM_V1_CRD.to_string(),
+            });
+        }
+        (OlmChoice::Auto, Some(_)) if has_v1 => {
+            return super::olm_v1::install(request, steps, &cluster, bundle).await;
+        }
+        (_, Some(missing)) if has_v1 => return Err(RunError::OnlyOlmV1 { missing }),
+        (_, Some(missing)) => return Err(RunError::NoOlm { missing }),
+        (_, None) => {}
     }
     if !cluster.namespace_exists().await? {
         return Err(RunError::NoNamespace(cluster.namespace.clone()));
@@ -237,14 +271,14 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         "the catalog image, the bundle inline",
     );
     let revision = objects::revision(&pushed.digest);
-    let mut waiter = Waiter {
-        cluster: &cluster,
-        names: &names,
-        deadline: steps.started + request.timeout,
-        started: steps.started,
-        csv: csv_name.clone(),
-        revision: revision.clone(),
-    };
+    let mut waiter = Waiter::new(
+        &cluster,
+        &names,
+        steps,
+        request.timeout,
+        &csv_name,
+        &revision,
+    );
 
     // The server first, Ready before OLM hears of it.
     ensure(
@@ -403,11 +437,7 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
 }
 
 fn steps_changed(steps: &Steps) -> bool {
-    steps
-        .report
-        .steps
-        .iter()
-        .any(|s| matches!(s.action.as_str(), "created" | "updated" | "deleted"))
+    steps.changed()
 }
 
 async fn cluster_csv_succeeded(cluster: &Cluster, csv: &str) -> Result<bool, RunError> {
@@ -436,7 +466,7 @@ async fn already_installed(
 
 /// Creates `object` unless an object of that name exists (then it is left as it is: its
 /// name carries the catalog revision, so an existing one is the same).
-async fn ensure(
+pub(super) async fn ensure(
     cluster: &Cluster,
     steps: &mut Steps,
     kind: Kind,
@@ -453,19 +483,41 @@ async fn ensure(
 }
 
 /// The waits of one install.
-struct Waiter<'a> {
+pub(super) struct Waiter<'a> {
     cluster: &'a Cluster,
     names: &'a Names,
     deadline: Instant,
     started: Instant,
     csv: String,
     revision: String,
+    /// OLM v1: the catalog image the ClusterCatalog must serve.
+    pub(super) catalog_image: String,
 }
 
-impl Waiter<'_> {
+impl<'a> Waiter<'a> {
+    /// The waits for `csv` served from catalog `revision`, bounded by the command's timeout.
+    pub(super) fn new(
+        cluster: &'a Cluster,
+        names: &'a Names,
+        steps: &Steps,
+        timeout: Duration,
+        csv: &str,
+        revision: &str,
+    ) -> Waiter<'a> {
+        Waiter {
+            cluster,
+            names,
+            deadline: steps.started + timeout,
+            started: steps.started,
+            csv: csv.to_string(),
+            revision: revision.to_string(),
+            catalog_image: String::new(),
+        }
+    }
+
     /// Waits for `stage`; returns the object that shows it reached. Stops early on a
     /// terminal reason, and at the deadline with the last reason read.
-    async fn wait(
+    pub(super) async fn wait(
         &mut self,
         stage: Stage,
         steps: &mut Steps,
@@ -553,6 +605,14 @@ impl Waiter<'_> {
                 .get(Kind::ClusterServiceVersion, &self.csv)
                 .await?
                 .filter(|csv| csv["status"]["phase"] == "Succeeded")),
+            Stage::CatalogServing => Ok(cluster
+                .get(Kind::ClusterCatalog, &self.names.catalog_source())
+                .await?
+                .filter(|c| super::olm_v1::serving(c, &self.catalog_image))),
+            Stage::ExtensionInstalled => Ok(cluster
+                .get(Kind::ClusterExtension, &self.names.subscription())
+                .await?
+                .filter(|e| super::olm_v1::installed_at(e, &self.csv))),
         }
     }
 
@@ -612,6 +672,16 @@ impl Waiter<'_> {
                     }
                 }
                 observed.csv = csv;
+            }
+            Stage::CatalogServing => {
+                observed.cluster_catalog = cluster
+                    .get(Kind::ClusterCatalog, &self.names.catalog_source())
+                    .await?;
+            }
+            Stage::ExtensionInstalled => {
+                observed.cluster_extension = cluster
+                    .get(Kind::ClusterExtension, &self.names.subscription())
+                    .await?;
             }
         }
         let pods: Vec<Value> = observed

@@ -24,13 +24,14 @@ pub mod diagnosis;
 pub mod install;
 pub mod install_mode;
 pub mod objects;
+pub mod olm_v1;
 pub mod report;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cleanup::{CleanupRequest, cleanup};
-pub use install::{RunRequest, run};
+pub use install::{OlmChoice, RunRequest, run};
 pub use install_mode::InstallMode;
 pub use objects::Approval;
 pub use report::{Report, Step};
@@ -121,6 +122,20 @@ pub enum RunError {
         /// The first missing OLM v0 CRD.
         missing: String,
     },
+    /// A flag `run` does not support on OLM v1 yet.
+    #[error("{0} is not supported on OLM v1 by run yet")]
+    NotOnOlmV1(&'static str),
+    /// An install mode other than AllNamespaces on OLM v1.
+    #[error(
+        "install mode {0} on OLM v1 needs a watch namespace in the ClusterExtension's configuration, which run does not set; nothing was applied"
+    )]
+    InstallModeOnOlmV1(String),
+    /// The bundle image could not be built.
+    #[error("the bundle image: {0}")]
+    BundleImage(String),
+    /// The bundle cannot be installed as OLM v1 renders it.
+    #[error(transparent)]
+    OlmV1(#[from] crate::olm_v1::OlmV1Error),
     /// The namespace does not exist.
     #[error("namespace {0} does not exist: create it first (kubectl create namespace {0})")]
     NoNamespace(String),

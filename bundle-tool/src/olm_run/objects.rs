@@ -232,6 +232,60 @@ pub fn subscription_spec(names: &Names, csv: &str, approval: Approval) -> Value 
     })
 }
 
+/// The installer ServiceAccount of OLM v1 (`<package>-run-installer`).
+pub fn installer_account(names: &Names) -> String {
+    format!("{}-run-installer", dns_label(&names.package, 40))
+}
+
+/// The repository the bundle image is pushed to under `prefix` (OLM v1 pulls bundles).
+pub fn bundle_repository(names: &Names, prefix: &str) -> String {
+    format!(
+        "{}/{}-run-bundle",
+        prefix.trim_end_matches('/'),
+        dns_label(&names.package, 100)
+    )
+}
+
+/// OLM v1's ClusterCatalog on the pushed catalog image (by digest, so catalogd does not poll).
+pub fn cluster_catalog(names: &Names, catalog_image: &str) -> Value {
+    json!({
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterCatalog",
+        "metadata": {"name": names.catalog_source(), "labels": labels(&names.package)},
+        "spec": {"source": {"type": "Image", "image": {"ref": catalog_image}}},
+    })
+}
+
+/// OLM v1's ClusterExtension of the package, from the ClusterCatalog `run` made only, as the
+/// installer ServiceAccount.
+pub fn cluster_extension(names: &Names) -> Value {
+    json!({
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterExtension",
+        "metadata": {"name": names.subscription(), "labels": labels(&names.package)},
+        "spec": {
+            "namespace": names.namespace,
+            "serviceAccount": {"name": installer_account(names)},
+            "source": {
+                "sourceType": "Catalog",
+                "catalog": {
+                    "packageName": names.package,
+                    "channels": [CHANNEL],
+                    "selector": {"matchLabels": {"olm.operatorframework.io/metadata.name": names.catalog_source()}},
+                },
+            },
+        },
+    })
+}
+
+/// `object` with `run`'s labels added.
+pub fn labelled(mut object: Value, package: &str) -> Value {
+    for (key, value) in labels(package).as_object().into_iter().flatten() {
+        object["metadata"]["labels"][key] = value.clone();
+    }
+    object
+}
+
 /// Whether `object` was made by `run`.
 pub fn made_by_run(object: &Value) -> bool {
     object["metadata"]["labels"][MANAGED_BY_KEY] == MANAGED_BY
