@@ -1,6 +1,8 @@
 //! `bundle-tool run` on the real node with OLM v1 (cert-manager, operator-controller and
 //! catalogd v1.5.1 as pods, no OLM v0), in sequence on one cluster:
 //!
+//! 0. with an installer ClusterRole already there that lacks one rule (creating CRDs), `run`
+//!    stops at operator-controller's permission preflight and names the missing rule;
 //! 1. `run bundle/` (`--olm auto` finds OLM v1): the bundle and catalog images pushed, a
 //!    ClusterCatalog Serving, the installer ServiceAccount with the RBAC `olm-v1 rbac`
 //!    derives, a ClusterExtension `Installed=True` at 0.1.0; the operator reconciles the
@@ -15,12 +17,12 @@ mod real;
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use anyhow::ensure;
+use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
 use e2e::node::RealNode;
 use e2e::olm_v1_on_node::{OlmV1OnNode, OlmV1Release};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use olm_release::{repo, static_bundle_tool};
 use serde_json::Value;
 
@@ -145,6 +147,91 @@ async fn run_installs_and_cleans_up_through_olm_v1() -> anyhow::Result<()> {
         "--timeout",
         "300s",
     ];
+
+    // 0. An installer ClusterRole made beforehand without the right to create CRDs: `run`
+    // leaves an existing object as it is, and operator-controller's preflight refuses.
+    let derived = Command::new(e2e::bundle_tool_binary())
+        .args([
+            "olm-v1",
+            "rbac",
+            bundle.as_str(),
+            "-n",
+            NAMESPACE,
+            "--service-account",
+            "redis-operator-run-installer",
+            "--extension",
+            "redis-operator-run",
+            "-o",
+            "json",
+        ])
+        .output()?;
+    ensure!(derived.status.success(), "olm-v1 rbac failed");
+    let derived: Value = serde_json::from_slice(&derived.stdout)?;
+    let mut role = derived["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|o| o["kind"] == "ClusterRole")
+        .context("no ClusterRole derived")?
+        .clone();
+    let rules = role["rules"].as_array_mut().context("no rules")?;
+    let before_rules = rules.len();
+    rules.retain(|rule| {
+        !(rule["resources"] == serde_json::json!(["customresourcedefinitions"])
+            && rule["verbs"] == serde_json::json!(["create"]))
+    });
+    ensure!(
+        rules.len() + 1 == before_rules,
+        "no CRD create rule to take out"
+    );
+    let cluster_roles: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+        )),
+    );
+    let role_name = role["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    cluster_roles
+        .create(&PostParams::default(), &serde_json::from_value(role)?)
+        .await?;
+    let output = bundle_tool(&kubeconfig, &install)?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(
+        !output.status.success(),
+        "run succeeded without the CRD rule:\n{said}"
+    );
+    for words in [
+        "waiting for the ClusterExtension to be Installed",
+        "ClusterExtension redis-operator-run",
+        "pre-authorization failed",
+        "Resources:[customresourcedefinitions]",
+        "Verbs:[create]",
+        "bundle-tool olm-v1 rbac derives them",
+    ] {
+        ensure!(
+            said.contains(words),
+            "the refusal does not name {words:?}:\n{said}"
+        );
+    }
+    let output = bundle_tool(&kubeconfig, &["run", "cleanup", "redis-operator"])?;
+    ensure!(output.status.success(), "cleanup after the refusal failed");
+    cluster_roles
+        .delete(&role_name, &kube::api::DeleteParams::default())
+        .await?;
+    let left = made_by_run(&client).await?;
+    ensure!(
+        left.is_empty(),
+        "left after the refusal's cleanup: {left:?}"
+    );
 
     // 1. Install.
     let output = bundle_tool(&kubeconfig, &install)?;
