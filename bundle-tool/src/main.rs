@@ -85,7 +85,7 @@ enum Command {
         "bundle-tool release --version 0.2.0 --push --username ci --password-stdin < password.txt",
     ))]
     Release(action::ReleaseArgs),
-    /// Install a bundle folder on a cluster through OLM v0 in one command: its catalog image
+    /// Install a bundle folder on a cluster through OLM v0 (or OLM v1) in one command: its catalog image
     /// (the bundle inline) pushed, a Ready catalog server, CatalogSource, OperatorGroup (when
     /// the namespace has none), Subscription, until the CSV succeeds; on a stall, the object
     /// and the cluster's reason. `--upgrade` moves the package to a new bundle; `run cleanup`

@@ -1,4 +1,5 @@
-//! `bundle-tool run` (install or `--upgrade` a bundle folder through OLM v0) and
+//! `bundle-tool run` (install or `--upgrade` a bundle folder through OLM v0, or install it
+//! through OLM v1) and
 //! `bundle-tool run cleanup` (remove what `run` made); the work is `olm_run/`.
 
 use std::path::PathBuf;

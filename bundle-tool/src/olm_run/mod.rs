@@ -1,6 +1,6 @@
-//! `bundle-tool run`: a bundle folder installed on a cluster through OLM v0 in one command,
-//! upgraded (`--upgrade`) and removed (`run cleanup`), and, when a step does not progress,
-//! the object and the reason read from the cluster (docs/run.md).
+//! `bundle-tool run`: a bundle folder installed on a cluster through OLM v0 (or OLM v1, see
+//! [`olm_v1`]) in one command, upgraded (`--upgrade`) and removed (`run cleanup`), and, when
+//! a step does not progress, the object and the reason read from the cluster (docs/run.md).
 //!
 //! The order is chosen for speed: the catalog image (the bundle inline) is pushed, its server
 //! pod and Service are created and waited for **Ready before** the CatalogSource points OLM
@@ -15,6 +15,8 @@
 //! - [`catalog`]: the one-package catalog, built and pushed as `build --catalog` builds one;
 //! - [`diagnosis`]: why a step does not progress, a pure function over the objects read;
 //! - [`cluster`]: the kube-rs client and the reads; [`install`] and [`cleanup`]: the verbs;
+//! - [`olm_v1`]: the same install through operator-controller (ClusterCatalog, installer
+//!   RBAC from `olm_v1::derive`, ClusterExtension);
 //! - [`report`]: what happened, step by step, as text or JSON.
 
 pub mod catalog;
