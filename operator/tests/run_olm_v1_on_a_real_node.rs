@@ -7,7 +7,9 @@
 //!    ClusterCatalog Serving, the installer ServiceAccount with the RBAC `olm-v1 rbac`
 //!    derives, a ClusterExtension `Installed=True` at 0.1.0; the operator reconciles the
 //!    sample RedisCluster with real Redis;
-//! 2. a second `run` changes nothing and says so;
+//! 2. a second `run` changes nothing and says so; `run --upgrade` to a generated 0.2.0 (no
+//!    `replaces`): the catalog adds the edge, the installer's rules become those of both
+//!    bundles, the ClusterExtension is Installed at 0.2.0 and the operator reconciles again;
 //! 3. `run cleanup`: every object `run` made (listed before) is gone, the ClusterExtension
 //!    first, and with it the operator's Deployment.
 
@@ -268,6 +270,50 @@ async fn run_installs_and_cleans_up_through_olm_v1() -> anyhow::Result<()> {
         again["changed"] == false,
         "the second run changed something: {again:#}"
     );
+
+    // The upgrade.
+    let checkout = olm_release::Checkout::new()?;
+    let next = checkout.root().join("bundle-0.2.0");
+    checkout.bundle_tool(&[
+        "generate",
+        "--version",
+        "0.2.0",
+        "--output",
+        &next.display().to_string(),
+    ])?;
+    let next = next.display().to_string();
+    let output = bundle_tool(
+        &kubeconfig,
+        &[
+            "run",
+            &next,
+            "--upgrade",
+            "--registry",
+            &registry,
+            "--plain-http",
+            "--timeout",
+            "300s",
+        ],
+    )?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(
+        output.status.success(),
+        "run --upgrade failed:\n{said}\n{}",
+        describe()
+    );
+    for step in [
+        "the catalog's channel entry adds the edge redis-operator.v0.1.0 -> redis-operator.v0.2.0",
+        "updated ClusterCatalog redis-operator-run-catalog",
+        "updated ClusterRole redis-operator:redis-operator-run-installer: the rules of both bundles",
+        "installed ClusterExtension redis-operator-run: Installed=True at redis-operator.v0.2.0",
+    ] {
+        ensure!(said.contains(step), "no step {step:?}:\n{said}");
+    }
+    olm_release::check_operator_reconciles_real_redis(node, &client, &describe).await?;
 
     // 3. Cleanup.
     let before = made_by_run(&client).await?;

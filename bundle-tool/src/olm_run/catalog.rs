@@ -100,10 +100,20 @@ pub fn upgraded_catalog(
     bundle: &RunBundle,
     installed: &str,
 ) -> Result<UpgradeEdge, RunError> {
+    with_upgrade(
+        pulled_catalog(previous, plain_http)?,
+        previous,
+        bundle,
+        installed,
+    )
+}
+
+/// `image` pulled and unpacked into a temporary folder (a catalog image: its configs).
+pub fn pull(image: &str, plain_http: bool) -> Result<image::PulledImage, RunError> {
     // pull_to_temp runs its own runtime: on a thread of its own, outside the caller's.
-    let pulled = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         scope
-            .spawn(|| image::pull_to_temp(previous, plain_http))
+            .spawn(|| image::pull_to_temp(image, plain_http))
             .join()
             .unwrap_or_else(|_| {
                 Err(image::PullError::Io(std::io::Error::other(
@@ -112,14 +122,18 @@ pub fn upgraded_catalog(
             })
     })
     .map_err(|error| RunError::Pull {
+        image: image.to_string(),
+        error,
+    })
+}
+
+/// The catalog of the catalog image `previous`.
+pub fn pulled_catalog(previous: &str, plain_http: bool) -> Result<DeclarativeConfig, RunError> {
+    let pulled = pull(previous, plain_http)?;
+    declcfg::load_dir(pulled.root()).map_err(|error| RunError::Load {
         image: previous.to_string(),
         error,
-    })?;
-    let config = declcfg::load_dir(pulled.root()).map_err(|error| RunError::Load {
-        image: previous.to_string(),
-        error,
-    })?;
-    with_upgrade(config, previous, bundle, installed)
+    })
 }
 
 /// `config` (the catalog of the image `previous`) with `bundle` as the channel's head,

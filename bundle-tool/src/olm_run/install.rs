@@ -57,6 +57,9 @@ pub enum OlmChoice {
 /// The CRD that shows OLM v1 (operator-controller) is installed.
 pub(super) const OLM_V1_CRD: &str = "clusterextensions.olm.operatorframework.io";
 
+/// How long a stage runs before a terminal reason stops the wait.
+const TERMINAL_GRACE: Duration = Duration::from_secs(5);
+
 /// How often the cluster is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -524,6 +527,7 @@ impl<'a> Waiter<'a> {
         approval: Approval,
     ) -> Result<Value, RunError> {
         let mut stage = stage;
+        let stage_started = Instant::now();
         loop {
             if let Some(done) = self.check(&mut stage, steps, approval).await? {
                 return Ok(done);
@@ -531,7 +535,10 @@ impl<'a> Waiter<'a> {
             let observed = self.observe(stage).await?;
             let stuck = diagnosis::diagnose(stage, &observed);
             let now = Instant::now();
-            let terminal = stuck.as_ref().is_some_and(|s| s.terminal);
+            // A terminal reason is taken as final only once the stage has run a little:
+            // controllers' caches may still show the moment before the last change.
+            let terminal =
+                stuck.as_ref().is_some_and(|s| s.terminal) && now - stage_started >= TERMINAL_GRACE;
             if terminal || now >= self.deadline {
                 return Err(RunError::Stuck {
                     stage,

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::RunError;
 use super::catalog::{self, RunBundle};
-use super::cluster::{Cluster, Kind, describe};
+use super::cluster::{self, Cluster, Kind, describe};
 use super::diagnosis::Stage;
 use super::install::{RunRequest, Steps, Waiter, ensure};
 use super::install_mode::InstallMode;
@@ -26,9 +26,6 @@ pub(super) async fn install(
     if !cluster.namespace_exists().await? {
         return Err(RunError::NoNamespace(cluster.namespace.clone()));
     }
-    if request.upgrade {
-        return Err(RunError::NotOnOlmV1("--upgrade"));
-    }
     if let Some(mode) = request
         .install_mode
         .as_ref()
@@ -41,9 +38,56 @@ pub(super) async fn install(
         namespace: cluster.namespace.clone(),
     };
     let csv = bundle.csv_name().to_string();
-    let registry_v1 = RegistryV1::read(&bundle.dir)?;
+    let mut installer_of = vec![RegistryV1::read(&bundle.dir)?];
+    // On --upgrade: the catalog the installed bundle came from, and that bundle, whose
+    // objects the installer must still be able to manage (the union of both bundles' RBAC).
+    let mut upgrade_from = None;
+    if request.upgrade {
+        let nothing = || RunError::NothingToUpgrade {
+            package: names.package.clone(),
+            namespace: names.namespace.clone(),
+        };
+        let extension = cluster
+            .get(Kind::ClusterExtension, &names.subscription())
+            .await?
+            .filter(objects::made_by_run)
+            .ok_or_else(nothing)?;
+        let installed = extension["status"]["install"]["bundle"]["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(nothing)?
+            .to_string();
+        if installed == csv {
+            steps.push(
+                "unchanged",
+                format!("ClusterExtension {}", names.subscription()),
+                format!("Installed at {csv}; nothing changed"),
+            );
+            return Ok(csv);
+        }
+        let previous = cluster
+            .get(Kind::ClusterCatalog, &names.catalog_source())
+            .await?
+            .and_then(|c| {
+                c["spec"]["source"]["image"]["ref"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .ok_or_else(nothing)?;
+        let config = catalog::pulled_catalog(&previous, request.plain_http)?;
+        let old_image = config
+            .bundles
+            .iter()
+            .find(|b| b.name == installed)
+            .map(|b| b.image.clone())
+            .filter(|image| !image.is_empty())
+            .ok_or_else(nothing)?;
+        let old = catalog::pull(&old_image, request.plain_http)?;
+        installer_of.insert(0, RegistryV1::read(old.root())?);
+        upgrade_from = Some((previous, installed, config));
+    }
     let rbac = derive(
-        &[registry_v1],
+        &installer_of,
         &RbacOptions {
             namespace: names.namespace.clone(),
             service_account: objects::installer_account(&names),
@@ -74,8 +118,18 @@ pub(super) async fn install(
         bundle: rendered,
         ..bundle
     };
+    let config = match upgrade_from {
+        Some((previous, installed, config)) => {
+            let edge = catalog::with_upgrade(config, &previous, &with_image, &installed)?;
+            if let Some(line) = edge.added_edge {
+                steps.push("note", format!("upgrade edge {installed} -> {csv}"), line);
+            }
+            edge.config
+        }
+        None => catalog::first_catalog(&with_image)?,
+    };
     let (pushed, warning) = catalog::build_and_push(
-        &catalog::first_catalog(&with_image)?,
+        &config,
         &names.package,
         &names.catalog_repository(&request.registry),
         &with_image.version(),
@@ -87,6 +141,38 @@ pub(super) async fn install(
     }
     steps.push("pushed", pushed.image.clone(), "the catalog image");
 
+    // The installer's rights first: on --upgrade, operator-controller resolves the new bundle
+    // as soon as the catalog serves it, and its permission preflight must find them.
+    for object in &rbac.objects {
+        let kind_name = object["kind"].as_str().unwrap_or_default();
+        let kind = Kind::of_installer_object(kind_name).ok_or_else(|| {
+            RunError::BundleImage(format!("unexpected installer object {kind_name}"))
+        })?;
+        let object = objects::labelled(object.clone(), &names.package);
+        match cluster.get(kind, cluster::name(&object)).await? {
+            // An installer `run` made gets the rules the bundles now need; one made by
+            // someone else is theirs (the permission preflight says what it lacks).
+            Some(existing)
+                if objects::made_by_run(&existing)
+                    && !object["rules"].is_null()
+                    && existing["rules"] != object["rules"] =>
+            {
+                cluster
+                    .patch(
+                        kind,
+                        cluster::name(&object),
+                        &json!({"rules": object["rules"]}),
+                    )
+                    .await?;
+                steps.push(
+                    "updated",
+                    describe(kind, &existing),
+                    "the rules of both bundles",
+                );
+            }
+            _ => ensure(cluster, steps, kind, &object).await?,
+        }
+    }
     let wanted = objects::cluster_catalog(&names, &pushed.image);
     match cluster
         .get(Kind::ClusterCatalog, &names.catalog_source())
@@ -121,19 +207,6 @@ pub(super) async fn install(
         "Serving",
     );
 
-    for object in &rbac.objects {
-        let kind_name = object["kind"].as_str().unwrap_or_default();
-        let kind = Kind::of_installer_object(kind_name).ok_or_else(|| {
-            RunError::BundleImage(format!("unexpected installer object {kind_name}"))
-        })?;
-        ensure(
-            cluster,
-            steps,
-            kind,
-            &objects::labelled(object.clone(), &names.package),
-        )
-        .await?;
-    }
     let extension = objects::cluster_extension(&names);
     let existing = cluster
         .get(Kind::ClusterExtension, &names.subscription())
