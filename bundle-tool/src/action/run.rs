@@ -153,8 +153,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(total))
 }
 
+/// On a terminal, each step (and what a wait shows) as it happens, on standard error; the
+/// report on standard output is then left out when that is the same terminal.
+fn live(format: RunFormat) -> Option<olm_run::Progress> {
+    use std::io::IsTerminal;
+    (format == RunFormat::Text && std::io::stderr().is_terminal())
+        .then(|| std::sync::Arc::new(|line: &str| eprintln!("{line}")) as olm_run::Progress)
+}
+
 fn outcome(report: &Report, error: Option<olm_run::RunError>, format: RunFormat) -> Outcome {
+    use std::io::IsTerminal;
+    let shown = live(format).is_some() && std::io::stdout().is_terminal();
     let mut outcome = Outcome::text(match format {
+        RunFormat::Text if shown => String::new(),
         RunFormat::Text => report.to_text(),
         RunFormat::Json => report.to_json(),
     });
@@ -205,6 +216,7 @@ impl Action for RunArgs {
                 OlmFlag::V0 => olm_run::OlmChoice::V0,
                 OlmFlag::V1 => olm_run::OlmChoice::V1,
             },
+            progress: live(self.output),
         };
         let (report, error) = olm_run::run(&request);
         Ok(outcome(&report, error, self.output))
@@ -219,6 +231,7 @@ impl Action for RunCleanupArgs {
             kubeconfig: self.kubeconfig.clone(),
             delete_crds: self.delete_crds,
             timeout: self.timeout,
+            progress: live(self.output),
         };
         let (report, error) = olm_run::cleanup(&request);
         Ok(outcome(&report, error, self.output))

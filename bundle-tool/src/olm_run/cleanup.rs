@@ -29,15 +29,14 @@ pub struct CleanupRequest {
     pub delete_crds: bool,
     /// The bound on the whole command.
     pub timeout: Duration,
+    /// Where each step goes as it happens.
+    pub progress: Option<super::report::Progress>,
 }
 
 /// Runs `run cleanup`.
 pub fn cleanup(request: &CleanupRequest) -> (Report, Option<RunError>) {
     let started = Instant::now();
-    let mut steps = Steps {
-        started,
-        report: Report::default(),
-    };
+    let mut steps = Steps::new(started, request.progress.clone());
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

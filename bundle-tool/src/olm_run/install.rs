@@ -13,7 +13,7 @@ use super::cluster::{Cluster, Kind, describe, name};
 use super::diagnosis::{self, Observed, Stage};
 use super::install_mode::{self, InstallMode};
 use super::objects::{self, Approval, Names};
-use super::report::{Report, Step};
+use super::report::{Progress, Report, Step};
 use crate::image::RegistryAccess;
 
 /// What `run` is asked to do.
@@ -40,6 +40,8 @@ pub struct RunRequest {
     pub upgrade: bool,
     /// Which OLM to install through.
     pub olm: OlmChoice,
+    /// Where each step and each change of what a wait shows go as they happen.
+    pub progress: Option<Progress>,
 }
 
 /// `--olm`.
@@ -66,10 +68,7 @@ const POLL: Duration = Duration::from_millis(500);
 /// Runs `run`; the report says what was done, and the error, if any, why it stopped.
 pub fn run(request: &RunRequest) -> (Report, Option<RunError>) {
     let started = Instant::now();
-    let mut steps = Steps {
-        started,
-        report: Report::default(),
-    };
+    let mut steps = Steps::new(started, request.progress.clone());
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -99,9 +98,36 @@ pub fn run(request: &RunRequest) -> (Report, Option<RunError>) {
 pub(super) struct Steps {
     pub(super) started: Instant,
     pub(super) report: Report,
+    progress: Option<Progress>,
+    /// The last waiting line shown, so that a wait shows only what changes.
+    waiting: String,
 }
 
 impl Steps {
+    pub(super) fn new(started: Instant, progress: Option<Progress>) -> Steps {
+        Steps {
+            started,
+            report: Report::default(),
+            progress,
+            waiting: String::new(),
+        }
+    }
+
+    /// Shows what a wait is at, when it changed.
+    pub(super) fn waiting(&mut self, stage: Stage, stuck: Option<&diagnosis::Stuck>) {
+        let Some(progress) = &self.progress else {
+            return;
+        };
+        let line = waiting_line(stage, stuck);
+        if line != self.waiting {
+            progress(&format!(
+                "{:>6.1}s {line}",
+                self.started.elapsed().as_secs_f64()
+            ));
+            self.waiting = line;
+        }
+    }
+
     /// Whether a step so far changed the cluster.
     pub(super) fn changed(&self) -> bool {
         self.report
@@ -116,12 +142,24 @@ impl Steps {
         object: impl Into<String>,
         detail: impl Into<String>,
     ) {
-        self.report.steps.push(Step {
+        let step = Step {
             action: action.into(),
             object: object.into(),
             detail: detail.into(),
             at_seconds: (self.started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-        });
+        };
+        if let Some(progress) = &self.progress {
+            progress(&step.line());
+        }
+        self.report.steps.push(step);
+    }
+}
+
+/// What a wait shows: the stage, and the object and reason read, if any.
+pub fn waiting_line(stage: Stage, stuck: Option<&diagnosis::Stuck>) -> String {
+    match stuck {
+        Some(stuck) => format!("waiting for {stage}: {}: {}", stuck.object, stuck.reason),
+        None => format!("waiting for {stage}"),
     }
 }
 
@@ -534,6 +572,7 @@ impl<'a> Waiter<'a> {
             }
             let observed = self.observe(stage).await?;
             let stuck = diagnosis::diagnose(stage, &observed);
+            steps.waiting(stage, stuck.as_ref());
             let now = Instant::now();
             // A terminal reason is taken as final only once the stage has run a little:
             // controllers' caches may still show the moment before the last change.
@@ -748,6 +787,39 @@ mod tests {
             {"name": "none", "spec": {}},
         ]}}}});
         assert_eq!(deployment_selectors(&csv), vec!["app=op,tier=control"]);
+    }
+
+    #[test]
+    fn a_wait_shows_its_stage_and_what_the_cluster_says() {
+        assert_eq!(
+            waiting_line(Stage::Succeeded, None),
+            "waiting for the ClusterServiceVersion to succeed"
+        );
+        let stuck = diagnosis::Stuck {
+            object: "ClusterServiceVersion ns/op.v1".into(),
+            reason: "phase Installing".into(),
+            next: String::new(),
+            terminal: false,
+        };
+        assert_eq!(
+            waiting_line(Stage::Succeeded, Some(&stuck)),
+            "waiting for the ClusterServiceVersion to succeed: ClusterServiceVersion ns/op.v1: phase Installing"
+        );
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let mut steps = Steps::new(
+            Instant::now(),
+            Some(std::sync::Arc::new(move |line: &str| {
+                sink.lock().unwrap().push(line.to_string())
+            })),
+        );
+        steps.push("created", "Pod ns/p", "");
+        steps.waiting(Stage::Succeeded, Some(&stuck));
+        steps.waiting(Stage::Succeeded, Some(&stuck));
+        let lines = seen.lock().unwrap().clone();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].ends_with("created Pod ns/p"));
+        assert!(lines[1].ends_with("phase Installing"));
     }
 
     #[test]

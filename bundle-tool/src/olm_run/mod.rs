@@ -36,7 +36,7 @@ pub use cleanup::{CleanupRequest, cleanup};
 pub use install::{OlmChoice, RunRequest, run};
 pub use install_mode::InstallMode;
 pub use objects::Approval;
-pub use report::{Report, Step};
+pub use report::{Progress, Report, Step};
 
 /// Why `run` or `run cleanup` stopped.
 #[derive(Debug, thiserror::Error)]

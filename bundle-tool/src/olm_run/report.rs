@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+/// Where progress lines go while a command runs (a terminal), if anywhere.
+pub type Progress = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 /// One step: what was done to which object, and how long it took.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Step {
@@ -34,18 +37,23 @@ pub struct Report {
     pub seconds: f64,
 }
 
+impl Step {
+    /// The step as one line: seconds, action, object, detail.
+    pub fn line(&self) -> String {
+        let mut out = format!("{:>6.1}s {} {}", self.at_seconds, self.action, self.object);
+        if !self.detail.is_empty() {
+            out.push_str(&format!(": {}", self.detail));
+        }
+        out
+    }
+}
+
 impl Report {
-    /// One line per step, then the summary line.
+    /// One line per step.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         for step in &self.steps {
-            out.push_str(&format!(
-                "{:>6.1}s {} {}",
-                step.at_seconds, step.action, step.object
-            ));
-            if !step.detail.is_empty() {
-                out.push_str(&format!(": {}", step.detail));
-            }
+            out.push_str(&step.line());
             out.push('\n');
         }
         out
