@@ -250,7 +250,7 @@ impl Cluster {
     pub async fn create(&self, kind: Kind, object: &Value) -> Result<Value, RunError> {
         let what = format!("creating {}", describe(kind, object));
         let dynamic: DynamicObject = serde_json::from_value(object.clone())
-            .map_err(|e| RunError::Kubeconfig(format!("{what}: {e}")))?;
+            .map_err(|e| RunError::Object(format!("{what}: {e}")))?;
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..PostParams::default()

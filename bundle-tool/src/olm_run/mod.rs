@@ -135,6 +135,10 @@ pub enum RunError {
     /// The bundle image could not be built.
     #[error("the bundle image: {0}")]
     BundleImage(String),
+    /// An object `run` built could not be sent (a kind it does not know, a shape the API
+    /// types refuse).
+    #[error("{0}")]
+    Object(String),
     /// The bundle cannot be installed as OLM v1 renders it.
     #[error(transparent)]
     OlmV1(#[from] crate::olm_v1::OlmV1Error),

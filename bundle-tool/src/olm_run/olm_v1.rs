@@ -145,9 +145,8 @@ pub(super) async fn install(
     // as soon as the catalog serves it, and its permission preflight must find them.
     for object in &rbac.objects {
         let kind_name = object["kind"].as_str().unwrap_or_default();
-        let kind = Kind::of_installer_object(kind_name).ok_or_else(|| {
-            RunError::BundleImage(format!("unexpected installer object {kind_name}"))
-        })?;
+        let kind = Kind::of_installer_object(kind_name)
+            .ok_or_else(|| RunError::Object(format!("unexpected installer object {kind_name}")))?;
         let object = objects::labelled(object.clone(), &names.package);
         match cluster.get(kind, cluster::name(&object)).await? {
             // An installer `run` made gets the rules the bundles now need; one made by
