@@ -37,6 +37,8 @@ expected_seconds() {
     redis-operator:olm_on_a_real_node) echo 520 ;;
     redis-operator:olm_v1_install_on_a_real_node) echo 261 ;;
     redis-operator:olm_v1_on_a_real_node) echo 190 ;;
+    redis-operator:run_on_a_real_node) echo 168 ;;
+    redis-operator:run_olm_v1_on_a_real_node) echo 103 ;;
     e2e:generate_conformance) echo 170 ;;
     e2e:bundle_validate_conformance) echo 115 ;;
     redis-operator:faults) echo 111 ;;

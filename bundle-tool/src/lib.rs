@@ -23,6 +23,8 @@
 //! - [`audit`]: the capability level a bundle's evidence supports, against the one it declares.
 //! - [`action`]: every command of the binary as options with a `run` returning an outcome.
 //! - [`location`]: whether a command's argument is a local path or an image reference.
+//! - [`olm_run`]: `run`: a bundle installed, upgraded and removed through OLM v0, and why a
+//!   step is stuck, read from the cluster.
 //! - [`olm_v1`]: what OLM v1's operator-controller makes from a bundle, and the RBAC its
 //!   installer ServiceAccount needs.
 //! - [`upgrade`]: whether users of one bundle can upgrade to the next (CRD preflight rules,
@@ -45,6 +47,7 @@ pub mod go_quote;
 pub mod image;
 pub mod location;
 pub mod markdown;
+pub mod olm_run;
 pub mod olm_v1;
 pub mod release;
 pub mod upgrade;

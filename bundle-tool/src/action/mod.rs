@@ -26,6 +26,7 @@ mod outcome;
 mod push;
 mod registry_args;
 mod release;
+mod run;
 mod serve;
 mod validate;
 
@@ -44,6 +45,7 @@ pub use outcome::{Outcome, Output, Status};
 pub use push::{InspectArgs, PullArgs, PushAllArgs, PushArgs};
 pub use registry_args::{RegistryArgs, runtime};
 pub use release::{ReleaseArgs, ReleaseFormat};
+pub use run::{RunArgs, RunCleanupArgs, RunCommand, RunFormat, RunSubcommand};
 pub use serve::ServeArgs;
 pub use validate::{ValidateArgs, ValidateFormat};
 

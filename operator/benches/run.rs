@@ -1,0 +1,105 @@
+//! `bundle-tool run` on the real node with OLM v0.46.0, five rounds: the command's start to
+//! CSV Succeeded for an install of the Redis bundle 0.1.0, and for `run --upgrade` to 0.2.0,
+//! each round ending with `run cleanup`. Prints each round and the medians.
+//!
+//! Run: `cargo test --workspace --locked --target x86_64-unknown-linux-gnu --bench run` (as
+//! root, like the real-node tests; the README test command builds it).
+
+#[path = "../tests/olm_release/mod.rs"]
+mod olm_release;
+#[path = "../tests/real/mod.rs"]
+mod real;
+
+use std::process::Command;
+use std::time::Instant;
+
+use e2e::ControlPlane;
+use e2e::olm_on_node::OlmOnNode;
+use olm_release::{Checkout, push_workload_images, repo, static_catalog_server};
+
+const NAMESPACE: &str = "redis-operator";
+const ROUNDS: usize = 5;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    values[values.len() / 2]
+}
+
+/// Runs bundle-tool; the wall seconds, failing unless it exits 0.
+fn timed(kubeconfig: &str, args: &[&str]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let output = Command::new(e2e::bundle_tool_binary())
+        .env(
+            bundle_tool::image::SERVER_BINARY_VARIABLE,
+            static_catalog_server()?,
+        )
+        .args(args)
+        .args(["-n", NAMESPACE, "--kubeconfig", kubeconfig])
+        .output()?;
+    let seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        output.status.success(),
+        "bundle-tool {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(seconds)
+}
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(bench())
+}
+
+async fn bench() -> anyhow::Result<()> {
+    let plane: &'static std::sync::Arc<ControlPlane> =
+        Box::leak(Box::new(ControlPlane::shared().await?));
+    let node = plane.real_node().await?;
+    let client = plane.client().await?;
+    node.namespace(&client, NAMESPACE).await?;
+    let _olm = OlmOnNode::deploy(plane, node).await?;
+    push_workload_images(node).await?;
+    let kubeconfig = plane.kubeconfig_path().display().to_string();
+    let registry = format!("{}/run", node.registry());
+    let bundle = repo().join("bundle").display().to_string();
+    let checkout = Checkout::new()?;
+    let next = checkout.root().join("bundle-0.2.0");
+    checkout.bundle_tool(&[
+        "generate",
+        "--version",
+        "0.2.0",
+        "--output",
+        &next.display().to_string(),
+    ])?;
+    let next = next.display().to_string();
+    let (mut installs, mut upgrades) = (Vec::new(), Vec::new());
+    for round in 1..=ROUNDS {
+        let install = timed(
+            &kubeconfig,
+            &["run", &bundle, "--registry", &registry, "--plain-http"],
+        )?;
+        let upgrade = timed(
+            &kubeconfig,
+            &[
+                "run",
+                &next,
+                "--upgrade",
+                "--registry",
+                &registry,
+                "--plain-http",
+            ],
+        )?;
+        timed(&kubeconfig, &["run", "cleanup", "redis-operator"])?;
+        println!("round {round}: run {install:.1} s, run --upgrade {upgrade:.1} s");
+        installs.push(install);
+        upgrades.push(upgrade);
+    }
+    println!(
+        "median of {ROUNDS}: run (start to CSV Succeeded) {:.1} s, run --upgrade {:.1} s",
+        median(installs),
+        median(upgrades)
+    );
+    Ok(())
+}
