@@ -9,15 +9,16 @@
 mod olm_release;
 #[path = "../tests/real/mod.rs"]
 mod real;
+#[path = "../tests/run_support/mod.rs"]
+mod run_support;
 
-use std::process::Command;
 use std::time::Instant;
 
 use e2e::ControlPlane;
 use e2e::olm_on_node::OlmOnNode;
-use olm_release::{Checkout, push_workload_images, repo, static_catalog_server};
+use olm_release::{Checkout, push_workload_images, repo};
 
-const NAMESPACE: &str = "redis-operator";
+use run_support::NAMESPACE;
 const ROUNDS: usize = 5;
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -28,14 +29,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// Runs bundle-tool; the wall seconds, failing unless it exits 0.
 fn timed(kubeconfig: &str, args: &[&str]) -> anyhow::Result<f64> {
     let started = Instant::now();
-    let output = Command::new(e2e::bundle_tool_binary())
-        .env(
-            bundle_tool::image::SERVER_BINARY_VARIABLE,
-            static_catalog_server()?,
-        )
-        .args(args)
-        .args(["-n", NAMESPACE, "--kubeconfig", kubeconfig])
-        .output()?;
+    let output = run_support::command(kubeconfig, args)?.output()?;
     let seconds = started.elapsed().as_secs_f64();
     anyhow::ensure!(
         output.status.success(),

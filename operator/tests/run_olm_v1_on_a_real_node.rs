@@ -15,8 +15,9 @@
 
 mod olm_release;
 mod real;
+mod run_support;
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context as _, ensure};
@@ -24,105 +25,57 @@ use e2e::ControlPlane;
 use e2e::node::RealNode;
 use e2e::olm_v1_on_node::{OlmV1OnNode, OlmV1Release};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
-use olm_release::{repo, static_catalog_server};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use olm_release::repo;
 use serde_json::Value;
 
-const NAMESPACE: &str = "redis-operator";
-const SELECTOR: &str =
-    "app.kubernetes.io/managed-by=bundle-tool-run,bundle-tool.run/package=redis-operator";
-
-fn bundle_tool(kubeconfig: &str, args: &[&str]) -> anyhow::Result<Output> {
-    let started = Instant::now();
-    let output = Command::new(e2e::bundle_tool_binary())
-        .env(
-            bundle_tool::image::SERVER_BINARY_VARIABLE,
-            static_catalog_server()?,
-        )
-        .args(args)
-        .args(["-n", NAMESPACE, "--kubeconfig", kubeconfig])
-        .output()?;
-    println!(
-        "bundle-tool {} ({:.1} s, {}):\n{}{}",
-        args.join(" "),
-        started.elapsed().as_secs_f64(),
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(output)
-}
+use run_support::{NAMESPACE, bundle_tool};
 
 /// Every object carrying `run`'s labels, as `Kind/name`.
 async fn made_by_run(client: &kube::Client) -> anyhow::Result<Vec<String>> {
-    let mut found = Vec::new();
-    for (group, version, kind, plural, namespaced) in [
-        (
-            "olm.operatorframework.io",
-            "v1",
-            "ClusterCatalog",
-            "clustercatalogs",
-            false,
-        ),
-        (
-            "olm.operatorframework.io",
-            "v1",
-            "ClusterExtension",
-            "clusterextensions",
-            false,
-        ),
-        ("", "v1", "ServiceAccount", "serviceaccounts", true),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRole",
-            "clusterroles",
-            false,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
-            false,
-        ),
-        ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            "rolebindings",
-            true,
-        ),
-    ] {
-        let resource = ApiResource {
-            group: group.into(),
-            version: version.into(),
-            api_version: if group.is_empty() {
-                version.into()
-            } else {
-                format!("{group}/{version}")
-            },
-            kind: kind.into(),
-            plural: plural.into(),
-        };
-        let api: Api<DynamicObject> = if namespaced {
-            Api::namespaced_with(client.clone(), NAMESPACE, &resource)
-        } else {
-            Api::all_with(client.clone(), &resource)
-        };
-        for object in api
-            .list(&ListParams::default().labels(SELECTOR))
-            .await?
-            .items
-        {
-            found.push(format!(
-                "{kind}/{}",
-                object.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    Ok(found)
+    run_support::labelled(
+        client,
+        &[
+            (
+                "olm.operatorframework.io",
+                "v1",
+                "ClusterCatalog",
+                "clustercatalogs",
+                false,
+            ),
+            (
+                "olm.operatorframework.io",
+                "v1",
+                "ClusterExtension",
+                "clusterextensions",
+                false,
+            ),
+            ("", "v1", "ServiceAccount", "serviceaccounts", true),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "clusterroles",
+                false,
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRoleBinding",
+                "clusterrolebindings",
+                false,
+            ),
+            ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "RoleBinding",
+                "rolebindings",
+                true,
+            ),
+        ],
+    )
+    .await
 }
 
 #[tokio::test]

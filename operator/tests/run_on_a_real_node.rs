@@ -17,25 +17,23 @@
 
 mod olm_release;
 mod real;
+mod run_support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Instant;
 
 use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
 use e2e::node::RealNode;
 use e2e::olm_on_node::{OlmOnNode, olm_resource};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use olm_release::{Checkout, push_workload_images, repo, static_catalog_server};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use olm_release::{Checkout, push_workload_images, repo};
 use serde_json::{Value, json};
 
-/// The namespace `run` installs into (the one the Redis checks read).
-const NAMESPACE: &str = "redis-operator";
+use run_support::NAMESPACE;
+
 const PACKAGE: &str = "redis-operator";
-/// What every object `run` made carries.
-const SELECTOR: &str =
-    "app.kubernetes.io/managed-by=bundle-tool-run,bundle-tool.run/package=redis-operator";
 
 struct Run {
     kubeconfig: String,
@@ -46,36 +44,13 @@ impl Run {
     /// `bundle-tool run ARGS… -n NAMESPACE --kubeconfig …` with the static server binary in
     /// the catalog image; prints what it said and how long it took.
     fn bundle_tool(&self, args: &[&str]) -> anyhow::Result<Output> {
-        let started = Instant::now();
-        let output = Command::new(e2e::bundle_tool_binary())
-            .env(
-                bundle_tool::image::SERVER_BINARY_VARIABLE,
-                static_catalog_server()?,
-            )
-            .args(args)
-            .args(["-n", NAMESPACE, "--kubeconfig", &self.kubeconfig])
-            .output()?;
-        println!(
-            "bundle-tool {} ({:.1} s, {}):\n{}{}",
-            args.join(" "),
-            started.elapsed().as_secs_f64(),
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        Ok(output)
+        run_support::bundle_tool(&self.kubeconfig, args)
     }
 
     /// [`bundle_tool`](Self::bundle_tool) with `stdin` on standard input.
     fn bundle_tool_with_stdin(&self, args: &[&str], stdin: &str) -> anyhow::Result<Output> {
         use std::io::Write as _;
-        let mut child = Command::new(e2e::bundle_tool_binary())
-            .env(
-                bundle_tool::image::SERVER_BINARY_VARIABLE,
-                static_catalog_server()?,
-            )
-            .args(args)
-            .args(["-n", NAMESPACE, "--kubeconfig", &self.kubeconfig])
+        let mut child = run_support::command(&self.kubeconfig, args)?
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -125,56 +100,37 @@ fn failed_naming(output: &Output, words: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every object of the namespace (and CRDs) carrying `run`'s labels, as `Kind/name`.
+/// Every object of the namespace carrying `run`'s labels, as `Kind/name`.
 async fn made_by_run(client: &kube::Client) -> anyhow::Result<Vec<String>> {
-    let mut found = Vec::new();
-    let kinds: [(&str, &str, &str, &str); 5] = [
-        ("", "v1", "Pod", "pods"),
-        ("", "v1", "Service", "services"),
-        (
-            "operators.coreos.com",
-            "v1alpha1",
-            "CatalogSource",
-            "catalogsources",
-        ),
-        (
-            "operators.coreos.com",
-            "v1",
-            "OperatorGroup",
-            "operatorgroups",
-        ),
-        (
-            "operators.coreos.com",
-            "v1alpha1",
-            "Subscription",
-            "subscriptions",
-        ),
-    ];
-    for (group, version, kind, plural) in kinds {
-        let resource = kube::api::ApiResource {
-            group: group.into(),
-            version: version.into(),
-            api_version: if group.is_empty() {
-                version.into()
-            } else {
-                format!("{group}/{version}")
-            },
-            kind: kind.into(),
-            plural: plural.into(),
-        };
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
-        for object in api
-            .list(&ListParams::default().labels(SELECTOR))
-            .await?
-            .items
-        {
-            found.push(format!(
-                "{kind}/{}",
-                object.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    Ok(found)
+    run_support::labelled(
+        client,
+        &[
+            ("", "v1", "Pod", "pods", true),
+            ("", "v1", "Service", "services", true),
+            (
+                "operators.coreos.com",
+                "v1alpha1",
+                "CatalogSource",
+                "catalogsources",
+                true,
+            ),
+            (
+                "operators.coreos.com",
+                "v1",
+                "OperatorGroup",
+                "operatorgroups",
+                true,
+            ),
+            (
+                "operators.coreos.com",
+                "v1alpha1",
+                "Subscription",
+                "subscriptions",
+                true,
+            ),
+        ],
+    )
+    .await
 }
 
 async fn csv_phase(client: &kube::Client, name: &str) -> anyhow::Result<Option<String>> {
