@@ -123,11 +123,22 @@ fn prepare_server_layer(plan: &Plan) -> Option<ServerLayerPreparing> {
         std::thread::spawn(move || {
             let servers = image::server_binaries(&platforms, &given)
                 .map_err(|e| StepError::Message(e.to_string()))?;
-            // One platform's server after another: each compression already uses every core.
-            let layers = servers
-                .iter()
-                .map(|server| image::ServerLayer::prepare(server))
-                .collect::<Result<Vec<_>, _>>()?;
+            // Each platform's server on a thread of its own: from a warm layer cache each is
+            // a read and a digest check of its compressed layer, apart from the others.
+            let layers = std::thread::scope(|scope| {
+                let preparing: Vec<_> = servers
+                    .iter()
+                    .map(|server| scope.spawn(move || image::ServerLayer::prepare(server)))
+                    .collect();
+                preparing
+                    .into_iter()
+                    .map(|thread| {
+                        thread.join().unwrap_or_else(|_| {
+                            Err(std::io::Error::other("preparing a server layer panicked"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })?;
             Ok((servers[0].clone(), layers))
         })
     })
