@@ -459,7 +459,8 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
     println!("--- the user's path with the catalog served by {server:?} ---");
 
     // 1. The first release, from a clean checkout.
-    let checkout = Checkout::new()?;
+    // Released for two platforms: OLM runs the amd64 images of the catalog and bundle indexes.
+    let checkout = Checkout::multi_platform()?;
     let first = publish(
         cluster,
         &checkout,
