@@ -1038,6 +1038,39 @@ metadata: {name: sys}
     }
 
     #[test]
+    fn several_platforms_label_the_csv_unless_the_config_says_otherwise() {
+        let generated = |release: Option<&str>| {
+            let mut config = config();
+            config.release = release.map(|text| serde_saphyr::from_str(text).unwrap());
+            let bundle = generate(
+                &config,
+                &objects(MANIFESTS),
+                &[],
+                None,
+                "2026-01-01T00:00:00Z",
+            )
+            .unwrap();
+            csv(&bundle)["metadata"]["labels"].clone()
+        };
+        assert_eq!(generated(None), Value::Null);
+        assert_eq!(generated(Some("platforms: [linux/amd64]")), Value::Null);
+        assert_eq!(
+            generated(Some("platforms: [linux/amd64, linux/arm64]")),
+            json!({
+                "operatorframework.io/arch.amd64": "supported",
+                "operatorframework.io/arch.arm64": "supported",
+                "operatorframework.io/os.linux": "supported",
+            })
+        );
+        assert_eq!(
+            generated(Some(
+                "platforms: [linux/amd64, linux/arm64]\nplatformLabels: false"
+            )),
+            Value::Null
+        );
+    }
+
+    #[test]
     fn folds_deployments_and_rbac_like_operator_sdk() {
         let bundle = generate(
             &config(),
