@@ -459,8 +459,7 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
     println!("--- the user's path with the catalog served by {server:?} ---");
 
     // 1. The first release, from a clean checkout.
-    // Released for two platforms: OLM runs the amd64 images of the catalog and bundle indexes.
-    let checkout = Checkout::multi_platform()?;
+    let checkout = Checkout::new()?;
     let first = publish(
         cluster,
         &checkout,

@@ -51,36 +51,9 @@ pub async fn apply_olm_file(client: &kube::Client, name: &str) -> anyhow::Result
 /// A clean copy of the repository's release inputs, with an empty catalog (no release yet).
 pub struct Checkout {
     dir: tempfile::TempDir,
-    /// `--platform` and `--server-binary` of every release, when it releases for several
-    /// platforms.
-    platforms: Vec<String>,
 }
 
 impl Checkout {
-    /// [`new`](Self::new), releasing for linux/amd64 and linux/arm64: the bundle and catalog
-    /// images are OCI image indexes, the arm64 catalog server the cross-built bundle-tool
-    /// (`$E2E_AARCH64_BIN_DIR`, else `target/aarch64-unknown-linux-gnu/debug`), and the node
-    /// runs their amd64 images.
-    pub fn multi_platform() -> anyhow::Result<Self> {
-        let dir = std::env::var_os("E2E_AARCH64_BIN_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo().join("target/aarch64-unknown-linux-gnu/debug"));
-        let server = dir.join("bundle-tool");
-        ensure!(
-            server.is_file(),
-            "{} is missing: cross-build it with `RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --target aarch64-unknown-linux-gnu --bin bundle-tool` (tests/run-all.sh does)",
-            server.display()
-        );
-        let mut checkout = Checkout::new()?;
-        checkout.platforms = vec![
-            "--platform".into(),
-            "linux/amd64,linux/arm64".into(),
-            "--server-binary".into(),
-            format!("linux/arm64={}", server.display()),
-        ];
-        Ok(checkout)
-    }
-
     pub fn new() -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let root = repo();
@@ -103,10 +76,7 @@ impl Checkout {
             .filter(|head| head.len() < template.len())
             .context("catalog/template.yaml has no candidate list")?;
         std::fs::write(&template_path, format!("{settings}\n"))?;
-        Ok(Checkout {
-            dir,
-            platforms: Vec::new(),
-        })
+        Ok(Checkout { dir })
     }
 
     pub fn root(&self) -> &Path {
@@ -144,7 +114,6 @@ impl Checkout {
                 version,
             ])
             .args(["--channels", channels])
-            .args(&self.platforms)
             .arg(format!(
                 "--bundle-image={registry}/example/redis-operator-bundle"
             ))
