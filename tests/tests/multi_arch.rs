@@ -312,12 +312,20 @@ async fn a_two_platform_operator_index_runs_its_arm64_binary() -> anyhow::Result
         .arg(&pulled)
         .arg("--plain-http"));
     assert_eq!(elf_machine(&pulled.join("redis-operator")), "aarch64");
+    // Without --platform, this machine's image (stand-in programs: the debug operator is at
+    // pull's 64 MiB bound).
+    let stand_ins = format!("{}/example/stand-ins:v1", registry.host());
+    push_stand_in(work.path(), &["linux/arm64", "linux/amd64"], &stand_ins);
     let native = work.path().join("native");
     ok(Command::new(e2e::bundle_tool_binary())
-        .args(["pull", &reference])
+        .args(["pull", &stand_ins])
         .arg(&native)
         .arg("--plain-http"));
-    assert_eq!(elf_machine(&native.join("redis-operator")), "x86-64");
+    assert_eq!(
+        std::fs::read_to_string(native.join("linux_amd64"))?,
+        "#!/bin/sh\necho linux_amd64\n"
+    );
+    assert!(!native.join("linux_arm64").exists());
     let crd = ok(Command::new(qemu).arg(&binary).arg("crd"));
     assert!(
         crd.contains("name: redisclusters.cache.example.com"),
