@@ -17,10 +17,15 @@ say "system packages"
 # The real node: containerd, runc, the CNI plugins, iptables and conntrack for kube-proxy,
 # busybox-static for test pods, gcc with the static C library for the pause image, Redis and
 # its Prometheus exporter (the sample RedisCluster OLM's operator reconciles has metrics on).
+# Multi-platform images: gcc-aarch64-linux-gnu (with its static C library) links the arm64
+# programs, qemu-user-static runs them (called by name: no binfmt registration), podman is
+# the container tool operator-sdk's multiarch validator shells out to.
 needed="docker-registry:docker-registry skopeo:skopeo umoci:umoci htpasswd:apache2-utils ip:iproute2 unshare:util-linux chromium:chromium \
   containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack \
   /bin/busybox:busybox-static gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev redis-server:redis-server \
-  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace g++:g++ /usr/bin/time:time"
+  /usr/bin/prometheus-redis-exporter:prometheus-redis-exporter strace:strace g++:g++ /usr/bin/time:time \
+  aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross \
+  qemu-aarch64-static:qemu-user-static podman:podman"
 missing=""
 for pair in $needed; do
   program=${pair%%:*}
@@ -40,6 +45,11 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq $missing >/dev/null || fail "apt-get install failed:$missing"
 fi
 command -v cargo >/dev/null || fail "cargo is missing: install Rust (1.89 or newer) with rustup"
+# The arm64 programs of the multi-platform images are cross-built (docs/release.md).
+if ! rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+  rustup target add aarch64-unknown-linux-gnu \
+    || fail "rustup target add aarch64-unknown-linux-gnu failed: the multi-platform tests need Rust's standard library for arm64 (install it, or a toolchain that has it)"
+fi
 
 # The pinned Go programs build in the background while Rust compiles: both are CPU-bound,
 # but each has long stretches on one core (downloads, linking, the largest crates), and a
@@ -86,6 +96,19 @@ cargo test "${build_args[@]}" --workspace --all-targets --no-run
 for program in bundle-tool catalog-server redis-operator; do
   [ -x "target/x86_64-unknown-linux-gnu/debug/$program" ] || fail "the build made no target/x86_64-unknown-linux-gnu/debug/$program"
 done
+
+# The two programs images carry, for arm64, statically linked like the x86-64 ones (the
+# catalog server and the operator): the arm64 images of tests/tests/multi_arch.rs carry them
+# and run them under qemu-aarch64-static.
+# Only the two binaries (no tests), linked by Debian's aarch64-linux-gnu-gcc (.cargo/config.toml);
+# the same environment as the build above, so the host's build scripts and proc macros are
+# reused. Its cold cost is in docs/testing.md.
+say "cross-build for arm64 (catalog-server, redis-operator)"
+cargo build "${build_args[@]/x86_64-unknown-linux-gnu/aarch64-unknown-linux-gnu}" --bin catalog-server --bin redis-operator
+for program in catalog-server redis-operator; do
+  [ -x "target/aarch64-unknown-linux-gnu/debug/$program" ] || fail "the cross-build made no target/aarch64-unknown-linux-gnu/debug/$program"
+done
+export E2E_AARCH64_BIN_DIR="$PWD/target/aarch64-unknown-linux-gnu/debug"
 
 # The fuzz targets' short run (fuzz/run.sh): every target for FUZZ_SECONDS (default 5),
 # after an instrumented build of bundle-tool and its dependencies in fuzz/target (about 12

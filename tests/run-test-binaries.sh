@@ -57,6 +57,7 @@ expected_seconds() {
     e2e:catalog_templates) echo 18 ;;
     redis-operator:resilience) echo 18 ;;
     e2e:bundle_images) echo 17 ;;
+    e2e:multi_arch) echo 45 ;;
     *) echo 10 ;;
   esac
 }

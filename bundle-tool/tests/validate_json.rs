@@ -96,7 +96,7 @@ fn a_clean_bundle_passes_with_no_outputs_and_usage_errors_exit_2() {
     assert_eq!(report, json!({"passed": true, "outputs": []}));
 
     for bad in [
-        ["--select-optional", "name=multiarch"],
+        ["--select-optional", "name=community"],
         ["--optional-values", "colour=blue"],
     ] {
         let output = validate_json(&bundle, &bad);

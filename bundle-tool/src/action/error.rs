@@ -9,7 +9,7 @@ use crate::catalog::declcfg::LoadError;
 use crate::catalog::graph::GraphRunError;
 use crate::catalog::package_file::EditError;
 use crate::catalog::template::TemplateError;
-use crate::image::PullError;
+use crate::image::{PlatformError, PullError};
 use crate::location::LocationError;
 use crate::manifest::ManifestError;
 use crate::upgrade::UpgradeError;
@@ -41,6 +41,10 @@ pub enum ActionError {
     /// An image could not be pulled into a folder.
     #[error(transparent)]
     Pull(#[from] PullError),
+    /// A platform, or a binary given for one, cannot be used (boxed to keep every
+    /// command's `Result` small).
+    #[error(transparent)]
+    Platform(Box<PlatformError>),
     /// A bundle or catalog could not be read for the upgrade checks.
     #[error(transparent)]
     Upgrade(#[from] UpgradeError),
@@ -99,5 +103,11 @@ impl ActionError {
     /// reader's choice, not a failure.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, ActionError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl From<PlatformError> for ActionError {
+    fn from(error: PlatformError) -> Self {
+        ActionError::Platform(Box::new(error))
     }
 }

@@ -7,7 +7,7 @@ use super::build::ManifestFormat;
 use super::build::bundle_image;
 use super::registry_args::runtime;
 use super::{Action, ActionError, Outcome, RegistryArgs};
-use crate::image::{self, parse_reference};
+use crate::image::{self, Platform, parse_reference};
 use crate::location::Location;
 
 /// `bundle-tool push`.
@@ -44,7 +44,8 @@ impl Action for PushArgs {
                     // A copy: credentials for the source come from the auth files.
                     let from = parse_reference(&reference)?;
                     let client = self.registry.from_auth_files().client(&from)?;
-                    runtime()?.block_on(client.pull(&from))?
+                    // An index is copied whole, every platform's image.
+                    runtime()?.block_on(client.pull_for(&from, None))?
                 }
             }
         };
@@ -140,6 +141,10 @@ pub struct PullArgs {
     pub reference: String,
     /// Where to unpack.
     pub dir: PathBuf,
+    /// Of an image index, the platform's image to unpack (`os/arch[/variant]`; default:
+    /// this machine's, linux/amd64 on x86-64).
+    #[arg(long)]
+    pub platform: Option<String>,
     /// Transport and credentials.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -149,7 +154,11 @@ impl Action for PullArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let source = parse_reference(&self.reference)?;
         let client = self.registry.client(&source)?;
-        let image = runtime()?.block_on(client.pull(&source))?;
+        let platform = match &self.platform {
+            Some(text) => Platform::parse(text)?,
+            None => Platform::host(),
+        };
+        let image = runtime()?.block_on(client.pull_for(&source, Some(&platform)))?;
         let files = image::unpack_layers(&image.layers, &self.dir, None)?;
         Ok(Outcome::line(format!(
             "unpacked {} files of {}@{} into {}",
@@ -175,18 +184,39 @@ impl Action for InspectArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let source = parse_reference(&self.reference)?;
         let client = self.registry.client(&source)?;
-        let image = runtime()?.block_on(client.pull(&source))?;
+        let image = runtime()?.block_on(client.pull_for(&source, None))?;
         let json = |bytes: &[u8]| -> Result<serde_json::Value, ActionError> {
             serde_json::from_slice(bytes).map_err(|e| ActionError::message(e.to_string()))
         };
-        let (config, manifest) = (json(&image.config)?, json(&image.manifest)?);
-        let report = serde_json::json!({
-            "reference": self.reference,
-            "digest": image.digest(),
-            "mediaType": manifest["mediaType"],
-            "labels": config["config"]["Labels"],
-            "layers": manifest["layers"],
-        });
+        let manifest = json(&image.manifest)?;
+        let report = if image.is_index() {
+            let mut platforms = Vec::new();
+            for child in &image.children {
+                let (config, child_manifest) = (json(&child.config)?, json(&child.manifest)?);
+                platforms.push(serde_json::json!({
+                    "platform": child.platform().map(|p| p.to_string()),
+                    "digest": child.digest(),
+                    "labels": config["config"]["Labels"],
+                    "layers": child_manifest["layers"],
+                }));
+            }
+            serde_json::json!({
+                "reference": self.reference,
+                "digest": image.digest(),
+                "mediaType": manifest["mediaType"],
+                "platforms": platforms,
+            })
+        } else {
+            let config = json(&image.config)?;
+            serde_json::json!({
+                "reference": self.reference,
+                "digest": image.digest(),
+                "mediaType": manifest["mediaType"],
+                "platform": image.platform().map(|p| p.to_string()),
+                "labels": config["config"]["Labels"],
+                "layers": manifest["layers"],
+            })
+        };
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| ActionError::message(e.to_string()))?;
         Ok(Outcome::line(text))

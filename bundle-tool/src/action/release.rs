@@ -63,6 +63,14 @@ pub struct ReleaseArgs {
     /// Print the plan: what would be generated, published and edited; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// The platforms, `os/arch[/variant]`, comma-separated (overrides `release.platforms`):
+    /// several make the bundle and catalog images OCI image indexes and label the CSV.
+    #[arg(long, value_name = "PLATFORMS")]
+    pub platform: Option<String>,
+    /// The catalog server binary of a platform, `PLATFORM=PATH` (repeat the flag; overrides
+    /// `release.serverBinaries`).
+    #[arg(long, value_name = "PLATFORM=PATH")]
+    pub server_binary: Vec<String>,
     /// Summary format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: ReleaseFormat,
@@ -89,6 +97,8 @@ impl ReleaseArgs {
             oci_layout: self.oci_layout.clone(),
             registry: self.registry.settings(),
             dry_run: self.dry_run,
+            platforms: self.platform.clone().map(|list| vec![list]),
+            server_binaries: self.server_binary.clone(),
         }
     }
 }

@@ -91,6 +91,18 @@ pub struct ReleaseConfig {
     /// The OCI image layout folder when not pushing (relative to the config file).
     #[serde(default)]
     pub oci_layout: Option<PathBuf>,
+    /// The platforms the images are built for, `os/arch[/variant]` (default linux/amd64);
+    /// several make each image an OCI image index.
+    #[serde(default)]
+    pub platforms: Vec<String>,
+    /// The catalog server binary of each platform, by platform (relative to the config
+    /// file); this machine's platform defaults to the running bundle-tool.
+    #[serde(default)]
+    pub server_binaries: std::collections::BTreeMap<String, PathBuf>,
+    /// Whether a release for several platforms labels its CSV with them
+    /// (`operatorframework.io/arch.<arch>`; default true).
+    #[serde(default)]
+    pub platform_labels: Option<bool>,
 }
 
 /// `release.olmV1Installer`: whose RBAC `release` writes, and where.
@@ -217,6 +229,13 @@ impl GenerateConfig {
         if let Some(release) = config.release.as_mut() {
             resolve(&mut release.catalog);
             resolve(&mut release.oci_layout);
+            for path in release.server_binaries.values_mut() {
+                let mut some = Some(path.clone());
+                resolve(&mut some);
+                if let Some(resolved) = some {
+                    *path = resolved;
+                }
+            }
         }
         Ok(config)
     }

@@ -102,6 +102,32 @@ fn version_of(api_version: &str) -> &str {
         .unwrap_or(api_version)
 }
 
+/// The labels OLM and OperatorHub read for the platforms a release ships
+/// (`operatorframework.io/arch.<arch>: supported`, `operatorframework.io/os.<os>: supported`),
+/// from `release.platforms` when it names more than one and `release.platformLabels` is not
+/// `false`. One platform (or none) adds none: a CSV without them is read as linux/amd64
+/// (operator-framework/api's multiarch validator, `loadAllPossibleArchSupported`).
+fn platform_labels(config: &GenerateConfig) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    let Some(release) = &config.release else {
+        return labels;
+    };
+    if release.platforms.len() < 2 || release.platform_labels == Some(false) {
+        return labels;
+    }
+    for text in &release.platforms {
+        let mut parts = text.split('/');
+        if let (Some(os), Some(arch)) = (parts.next(), parts.next()) {
+            labels.insert(
+                format!("operatorframework.io/arch.{arch}"),
+                "supported".into(),
+            );
+            labels.insert(format!("operatorframework.io/os.{os}"), "supported".into());
+        }
+    }
+    labels
+}
+
 /// Generates the bundle. `samples` are example custom resources for `alm-examples`;
 /// `created_at` is the `createdAt` annotation (RFC 3339).
 pub fn generate(
@@ -257,12 +283,16 @@ pub fn generate(
         let definitions: Vec<&Value> = webhooks.iter().chain(&admission).collect();
         put(&mut spec, "webhookdefinitions", json!(definitions));
     }
-    let csv = json!({
+    let mut csv = json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",
         "metadata": {"name": csv_name, "namespace": "placeholder", "annotations": annotations},
         "spec": spec,
     });
+    let labels = platform_labels(config);
+    if !labels.is_empty() {
+        csv["metadata"]["labels"] = json!(labels);
+    }
     files.insert(
         format!(
             "manifests/{}.clusterserviceversion.yaml",
@@ -1005,6 +1035,39 @@ metadata: {name: sys}
 
     fn csv(bundle: &GeneratedBundle) -> Value {
         serde_saphyr::from_str(&bundle.files["manifests/demo.clusterserviceversion.yaml"]).unwrap()
+    }
+
+    #[test]
+    fn several_platforms_label_the_csv_unless_the_config_says_otherwise() {
+        let generated = |release: Option<&str>| {
+            let mut config = config();
+            config.release = release.map(|text| serde_saphyr::from_str(text).unwrap());
+            let bundle = generate(
+                &config,
+                &objects(MANIFESTS),
+                &[],
+                None,
+                "2026-01-01T00:00:00Z",
+            )
+            .unwrap();
+            csv(&bundle)["metadata"]["labels"].clone()
+        };
+        assert_eq!(generated(None), Value::Null);
+        assert_eq!(generated(Some("platforms: [linux/amd64]")), Value::Null);
+        assert_eq!(
+            generated(Some("platforms: [linux/amd64, linux/arm64]")),
+            json!({
+                "operatorframework.io/arch.amd64": "supported",
+                "operatorframework.io/arch.arm64": "supported",
+                "operatorframework.io/os.linux": "supported",
+            })
+        );
+        assert_eq!(
+            generated(Some(
+                "platforms: [linux/amd64, linux/arm64]\nplatformLabels: false"
+            )),
+            Value::Null
+        );
     }
 
     #[test]

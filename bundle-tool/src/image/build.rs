@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Blob, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest};
+use super::{Blob, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, Platform, digest};
 
 /// An image in memory: its blobs and the manifest that ties them together.
 #[derive(Clone, Debug)]
@@ -21,6 +21,9 @@ pub struct BuiltImage {
     pub config: Vec<u8>,
     /// The compressed layers, lowest first, as the manifest lists them.
     pub layers: Vec<Blob>,
+    /// For an image index (`manifest` is then the index, `config` and `layers` empty): the
+    /// image of each platform, in the index's order. Empty for a single image.
+    pub children: Vec<BuiltImage>,
 }
 
 impl BuiltImage {
@@ -37,9 +40,29 @@ impl BuiltImage {
             .unwrap_or_else(|| MANIFEST_MEDIA_TYPE.to_string())
     }
 
+    /// Whether this is an image index over one image per platform.
+    pub fn is_index(&self) -> bool {
+        !self.children.is_empty()
+    }
+
+    /// The platform its config names (none for an index).
+    pub fn platform(&self) -> Option<Platform> {
+        let config: Value = serde_json::from_slice(&self.config).ok()?;
+        Platform::of_json(&config)
+    }
+
     /// The same image with a manifest of `format` (the blobs do not change: a Docker config
-    /// is the same JSON as an OCI one).
+    /// is the same JSON as an OCI one); an index becomes a Docker manifest list of Docker
+    /// manifests.
     pub fn with_format(self, format: super::ImageFormat) -> BuiltImage {
+        if self.is_index() {
+            let children = self
+                .children
+                .into_iter()
+                .map(|child| child.with_format(format))
+                .collect();
+            return super::index::index_of(children, format);
+        }
         let (manifest, config, layer) = match format {
             super::ImageFormat::Oci => (MANIFEST_MEDIA_TYPE, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE),
             super::ImageFormat::Docker => (
@@ -63,8 +86,11 @@ impl BuiltImage {
         }
     }
 
-    /// Every blob: the config, then the layers.
+    /// Every blob: the config, then the layers (none for an index: its children have them).
     pub fn blobs(&self) -> Vec<Blob> {
+        if self.is_index() {
+            return Vec::new();
+        }
         let mut blobs = vec![Blob::new(self.config.clone())];
         blobs.extend(self.layers.iter().cloned());
         blobs
@@ -141,10 +167,21 @@ pub fn build_bundle_image(
     bundle: &Path,
     labels: &BTreeMap<String, String>,
 ) -> std::io::Result<BuiltImage> {
+    build_bundle_image_for(bundle, labels, &[Platform::linux_amd64()])
+}
+
+/// The bundle image for each of `platforms`: one layer, the same for all (shared by digest),
+/// under a config naming each platform; an index when there are several.
+pub fn build_bundle_image_for(
+    bundle: &Path,
+    labels: &BTreeMap<String, String>,
+    platforms: &[Platform],
+) -> std::io::Result<BuiltImage> {
     let (manifests, metadata) = (bundle.join("manifests"), bundle.join("metadata"));
-    build_image(
+    build_image_for(
         &[(&manifests, "manifests"), (&metadata, "metadata")],
         labels,
+        platforms,
     )
 }
 
@@ -157,29 +194,54 @@ pub fn build_binary_image(
     binary: &Path,
     labels: &BTreeMap<String, String>,
 ) -> std::io::Result<BuiltImage> {
-    let name = binary
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "app".into());
-    let data = std::fs::read(binary)?;
-    let mut builder = tar::Builder::new(Vec::new());
-    builder.mode(tar::HeaderMode::Deterministic);
-    let mut header = tar::Header::new_ustar();
-    header.set_mtime(0);
-    header.set_uid(0);
-    header.set_gid(0);
-    header.set_entry_type(tar::EntryType::Regular);
-    header.set_mode(0o755);
-    header.set_size(data.len() as u64);
-    builder.append_data(&mut header, &name, &data[..])?;
-    let tar = builder.into_inner()?;
-    let config = json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {"Labels": labels, "Entrypoint": [format!("/{name}")], "User": "65532:65532", "WorkingDir": "/"},
-        "rootfs": {"type": "layers", "diff_ids": [digest(&tar)]},
-    });
-    assemble(tar, config)
+    build_binary_images(&[(Platform::linux_amd64(), binary)], labels)
+}
+
+/// [`build_binary_image`] for each `(platform, binary)`: an index of one image per platform
+/// when there are several, each with its own binary.
+pub fn build_binary_images(
+    binaries: &[(Platform, &Path)],
+    labels: &BTreeMap<String, String>,
+) -> std::io::Result<BuiltImage> {
+    let mut children = Vec::new();
+    for (platform, binary) in binaries {
+        let name = binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "app".into());
+        let data = std::fs::read(binary)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", binary.display())))?;
+        let mut builder = tar::Builder::new(Vec::new());
+        builder.mode(tar::HeaderMode::Deterministic);
+        let mut header = tar::Header::new_ustar();
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o755);
+        header.set_size(data.len() as u64);
+        builder.append_data(&mut header, &name, &data[..])?;
+        let tar = builder.into_inner()?;
+        let config = with_platform(
+            json!({
+                "config": {"Labels": labels, "Entrypoint": [format!("/{name}")], "User": "65532:65532", "WorkingDir": "/"},
+                "rootfs": {"type": "layers", "diff_ids": [digest(&tar)]},
+            }),
+            platform,
+        );
+        children.push(assemble(tar, config)?);
+    }
+    Ok(super::index::index_or_single(children))
+}
+
+/// `config` with the platform's `architecture`, `os` and `variant` (if any) added.
+pub(super) fn with_platform(mut config: Value, platform: &Platform) -> Value {
+    if let (Some(fields), Some(platform)) = (config.as_object_mut(), platform.json().as_object()) {
+        for (key, value) in platform {
+            fields.insert(key.clone(), value.clone());
+        }
+    }
+    config
 }
 
 /// Compresses the layer and writes config and manifest around it.
@@ -278,22 +340,34 @@ pub(super) fn assemble_compressed(layers: Vec<Blob>, config: Value) -> BuiltImag
         manifest,
         config,
         layers,
+        children: Vec::new(),
     }
 }
 
-/// Builds an image whose one layer holds `folders`.
-pub fn build_image(
+/// An image whose one layer holds `folders`, for each of `platforms`: the layer compressed
+/// once and shared.
+fn build_image_for(
     folders: &[LayerFolder],
     labels: &BTreeMap<String, String>,
+    platforms: &[Platform],
 ) -> std::io::Result<BuiltImage> {
     let tar = tar_layer(folders)?;
-    let config = json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {"Labels": labels},
-        "rootfs": {"type": "layers", "diff_ids": [digest(&tar)]},
-    });
-    assemble(tar, config)
+    let diff_id = digest(&tar);
+    let layer = Blob::new(gzip_member(&tar)?);
+    let children = platforms
+        .iter()
+        .map(|platform| {
+            let config = with_platform(
+                json!({
+                    "config": {"Labels": labels},
+                    "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+                }),
+                platform,
+            );
+            assemble_compressed(vec![layer.clone()], config)
+        })
+        .collect();
+    Ok(super::index::index_or_single(children))
 }
 
 #[cfg(test)]

@@ -58,6 +58,27 @@ pub fn server_binary() -> io::Result<PathBuf> {
     Ok(if beside.is_file() { beside } else { this })
 }
 
+/// The server binary of each of `platforms`: those `given` as `PLATFORM=PATH`
+/// (`--server-binary`), and for this machine's platform, unless given, [`server_binary`].
+pub fn server_binaries(
+    platforms: &[super::Platform],
+    given: &[String],
+) -> Result<Vec<PathBuf>, super::PlatformError> {
+    let mut given = given.to_vec();
+    let host = super::Platform::host();
+    for platform in platforms {
+        let named = given.iter().any(|g| g.starts_with(&format!("{platform}=")));
+        if !named
+            && host.satisfies(platform)
+            && (platforms.len() > 1 || given.is_empty())
+            && let Ok(default) = server_binary()
+        {
+            given.push(format!("{platform}={}", default.display()));
+        }
+    }
+    super::binaries_for(platforms, &given, "server binary", "--server-binary")
+}
+
 /// A built catalog image, and whether its server is linked statically (false: the image
 /// carries this machine's shared libraries).
 pub struct CatalogImage {
@@ -116,6 +137,15 @@ impl ServerLayer {
 
     /// The layer for `server`, from `cache` when given and it has the layer.
     pub fn prepare_with(server: &Path, cache: Option<&LayerCache>) -> io::Result<ServerLayer> {
+        if super::rootfs::is_dynamic(server)? && super::rootfs::is_foreign(server)? {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: a dynamically linked program for another machine: its shared libraries cannot be found here; link it statically (RUSTFLAGS=\"-C target-feature=+crt-static\")",
+                    server.display()
+                ),
+            ));
+        }
         let mut entries = program_with_libraries(server)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", server.display())))?;
         let static_server = entries.len() == 1;
@@ -177,6 +207,16 @@ pub fn build_runnable_catalog_image(catalog: &Path, server: &Path) -> io::Result
 /// Builds the catalog image of the folder `catalog` above an already prepared server layer:
 /// two layers, the server's, then `/configs`.
 pub fn build_catalog_image_with(catalog: &Path, server: &ServerLayer) -> io::Result<CatalogImage> {
+    build_catalog_images(catalog, &[(super::Platform::linux_amd64(), server)])
+}
+
+/// The catalog image for each `(platform, server layer)`: the `/configs` layer made once and
+/// shared by every platform's image, above that platform's server; an index when there are
+/// several.
+pub fn build_catalog_images(
+    catalog: &Path,
+    servers: &[(super::Platform, &ServerLayer)],
+) -> io::Result<CatalogImage> {
     let mut entries = vec![RootfsEntry::Dir {
         path: "/configs".into(),
         mode: 0o755,
@@ -184,8 +224,8 @@ pub fn build_catalog_image_with(catalog: &Path, server: &ServerLayer) -> io::Res
     folder_entries(catalog, "/configs", &mut entries)?;
     let mut configs = tar_part(&entries)?;
     configs.extend_from_slice(&TAR_END);
-    let diff_ids = [server.diff_id.clone(), digest(&configs)];
-    let layers = vec![server.layer.clone(), Blob::new(gzip_member(&configs)?)];
+    let configs_diff = digest(&configs);
+    let configs_layer = Blob::new(gzip_member(&configs)?);
     let config = ContainerConfig {
         entrypoint: vec![SERVER_PATH.into()],
         cmd: [
@@ -202,9 +242,17 @@ pub fn build_catalog_image_with(catalog: &Path, server: &ServerLayer) -> io::Res
         env: vec!["PATH=/usr/bin:/bin".into()],
         labels: BTreeMap::from([(CATALOG_CONFIGS_LABEL.to_string(), "/configs".to_string())]),
     };
+    let children = servers
+        .iter()
+        .map(|(platform, server)| {
+            let diff_ids = [server.diff_id.clone(), configs_diff.clone()];
+            let layers = vec![server.layer.clone(), configs_layer.clone()];
+            assemble_compressed(layers, image_config(&config, &diff_ids, platform))
+        })
+        .collect();
     Ok(CatalogImage {
-        image: assemble_compressed(layers, image_config(&config, &diff_ids)),
-        static_server: server.static_server,
+        image: super::index::index_or_single(children),
+        static_server: servers.iter().all(|(_, server)| server.static_server),
     })
 }
 

@@ -40,10 +40,13 @@ pub fn write_images(dir: &Path, images: &[(&str, &BuiltImage)]) -> std::io::Resu
         durable::write_file(&marker, MARKER)?;
     }
     for (_, image) in images {
-        for blob in image.blobs() {
-            write_blob(dir, &blob)?;
+        // An index's images first: no state names a manifest whose blobs are missing.
+        for child in image.children.iter().chain(std::iter::once(*image)) {
+            for blob in child.blobs() {
+                write_blob(dir, &blob)?;
+            }
+            write_blob(dir, &Blob::new(child.manifest.clone()))?;
         }
-        write_blob(dir, &Blob::new(image.manifest.clone()))?;
     }
     let index_path = dir.join("index.json");
     let mut index: Value = std::fs::read(&index_path)
@@ -105,6 +108,38 @@ pub fn read_layout(dir: &Path, tag: Option<&str>) -> std::io::Result<BuiltImage>
     };
     let manifest = blob(entry["digest"].as_str().unwrap_or_default())?;
     let parsed: Value = serde_json::from_slice(&manifest).map_err(|e| invalid(e.to_string()))?;
+    let media_type = entry["mediaType"].as_str().unwrap_or_default();
+    if super::index::is_index_manifest(media_type, &parsed) {
+        let mut children = Vec::new();
+        for child in parsed["manifests"].as_array().cloned().unwrap_or_default() {
+            let bytes = blob(child["digest"].as_str().unwrap_or_default())?;
+            children.push(image_of(dir, tag, bytes, &blob)?);
+        }
+        if children.is_empty() {
+            return Err(invalid(format!(
+                "{}: the index tagged {tag:?} lists no image",
+                dir.display()
+            )));
+        }
+        return Ok(BuiltImage {
+            manifest,
+            config: Vec::new(),
+            layers: Vec::new(),
+            children,
+        });
+    }
+    image_of(dir, tag, manifest, &blob)
+}
+
+/// The image whose manifest is `manifest`, its blobs read with `blob`.
+fn image_of(
+    dir: &Path,
+    tag: Option<&str>,
+    manifest: Vec<u8>,
+    blob: &dyn Fn(&str) -> std::io::Result<Vec<u8>>,
+) -> std::io::Result<BuiltImage> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+    let parsed: Value = serde_json::from_slice(&manifest).map_err(|e| invalid(e.to_string()))?;
     let config = blob(parsed["config"]["digest"].as_str().unwrap_or_default())?;
     let layers = parsed["layers"]
         .as_array()
@@ -126,5 +161,6 @@ pub fn read_layout(dir: &Path, tag: Option<&str>) -> std::io::Result<BuiltImage>
         manifest,
         config,
         layers,
+        children: Vec::new(),
     })
 }

@@ -7,8 +7,10 @@ mod blob;
 mod build;
 mod catalog;
 mod credentials;
+mod index;
 mod layer_cache;
 mod layout;
+mod platform;
 mod pull;
 mod push;
 mod reference;
@@ -20,14 +22,20 @@ mod unpack;
 
 pub use access::{RegistryAccess, RegistrySettings};
 pub use blob::Blob;
-pub use build::{BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_bundle_image};
+pub use build::{
+    BuiltImage, CATALOG_CONFIGS_LABEL, build_binary_image, build_binary_images, build_bundle_image,
+    build_bundle_image_for,
+};
 pub use catalog::{
     CATALOG_USER, CatalogImage, SERVER_BINARY_VARIABLE, SERVER_PATH, ServerLayer,
-    build_catalog_image_with, build_runnable_catalog_image, server_binary,
+    build_catalog_image_with, build_catalog_images, build_runnable_catalog_image, server_binaries,
+    server_binary,
 };
 pub use credentials::Credentials;
+pub use index::{DOCKER_LIST_MEDIA_TYPE, INDEX_MEDIA_TYPE, platforms};
 pub use layer_cache::{CACHE_DIR_VARIABLE, LayerCache};
 pub use layout::{layout_digest, read_layout, write_images, write_layout};
+pub use platform::{Platform, PlatformError, binaries_for};
 pub use pull::{
     BUNDLE_PACKAGE_LABEL, BundleImagePuller, ImageKind, PullError, PulledImage, pull_to_temp,
 };

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::credentials::Credentials;
 use super::retry::with_backoff;
 use super::session::{Access, ExchangeError, Session};
-use super::{Blob, BuiltImage, MANIFEST_MEDIA_TYPE, digest};
+use super::{Blob, BuiltImage, MANIFEST_MEDIA_TYPE, Platform, digest};
 
 /// What [`RegistryClient::push_blobs`] did: `true` when the blobs are in the registry (our
 /// plain-HTTP session), `false` when the whole push is left to the manifest half.
@@ -162,6 +162,17 @@ impl RegistryClient {
         image: &BuiltImage,
         opened: &mut Vec<String>,
     ) -> anyhow::Result<BlobsPushed> {
+        if self.plain_http && image.is_index() {
+            // Every platform's image is pushed whole, by digest, before the index names it.
+            let mut any = true;
+            for child in &image.children {
+                let by_digest = child_reference(reference, &child.digest());
+                let blobs = Box::pin(self.push_blobs_into(&by_digest, child, opened)).await?;
+                any &= blobs.0;
+                self.push_manifest(&by_digest, child, blobs).await?;
+            }
+            return Ok(BlobsPushed(any));
+        }
         if self.plain_http {
             let session = self.session(reference.resolve_registry());
             let access = with_backoff(
@@ -213,6 +224,12 @@ impl RegistryClient {
         reference: &Reference,
         image: &BuiltImage,
     ) -> anyhow::Result<String> {
+        if image.is_index() {
+            for child in &image.children {
+                let by_digest = child_reference(reference, &child.digest());
+                Box::pin(self.push_with_oci_client(&by_digest, child)).await?;
+            }
+        }
         let auth = self.credentials.auth();
         self.client()
             .store_auth_if_needed(reference.resolve_registry(), &auth)
@@ -273,8 +290,57 @@ impl RegistryClient {
         Ok(reported)
     }
 
-    /// Pulls the image at `reference` with all its layers, verifying every digest.
+    /// Pulls the image at `reference` with all its layers, verifying every digest; of an
+    /// index, the image for this machine's platform.
     pub async fn pull(&self, reference: &Reference) -> anyhow::Result<BuiltImage> {
+        self.pull_for(reference, Some(&Platform::host())).await
+    }
+
+    /// Pulls the image at `reference`: of an index, the image for `platform`, or with `None`
+    /// the whole index with every platform's image.
+    pub async fn pull_for(
+        &self,
+        reference: &Reference,
+        platform: Option<&Platform>,
+    ) -> anyhow::Result<BuiltImage> {
+        let manifest = self.pull_manifest(reference).await?;
+        let parsed: Value = serde_json::from_slice(&manifest)?;
+        let media_type = parsed["mediaType"].as_str().unwrap_or_default();
+        if !super::index::is_index_manifest(media_type, &parsed) {
+            return self.pull_image(reference, manifest).await;
+        }
+        let child = |digest: &str| child_reference(reference, digest);
+        if let Some(wanted) = platform {
+            let (digest, _) = super::index::entry_for(&parsed, wanted).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{reference} has no image for {wanted} (it has {})",
+                    super::index::listed_platforms(&parsed)
+                )
+            })?;
+            let by_digest = child(&digest);
+            let manifest = self.pull_manifest(&by_digest).await?;
+            return self.pull_image(&by_digest, manifest).await;
+        }
+        let mut children = Vec::new();
+        for entry in parsed["manifests"].as_array().cloned().unwrap_or_default() {
+            let by_digest = child(entry["digest"].as_str().unwrap_or_default());
+            let manifest = self.pull_manifest(&by_digest).await?;
+            children.push(self.pull_image(&by_digest, manifest).await?);
+        }
+        anyhow::ensure!(
+            !children.is_empty(),
+            "{reference}: the index lists no image"
+        );
+        Ok(BuiltImage {
+            manifest,
+            config: Vec::new(),
+            layers: Vec::new(),
+            children,
+        })
+    }
+
+    /// The manifest (or index) at `reference`, its digest checked.
+    async fn pull_manifest(&self, reference: &Reference) -> anyhow::Result<Vec<u8>> {
         let auth = self.credentials.auth();
         let (manifest, reported) = self
             .retry("pulling the manifest", || {
@@ -284,6 +350,8 @@ impl RegistryClient {
                     &[
                         MANIFEST_MEDIA_TYPE,
                         "application/vnd.docker.distribution.manifest.v2+json",
+                        super::INDEX_MEDIA_TYPE,
+                        super::DOCKER_LIST_MEDIA_TYPE,
                     ],
                 )
             })
@@ -298,6 +366,15 @@ impl RegistryClient {
                 "manifest of {reference} does not match the digest in the reference"
             );
         }
+        Ok(manifest.to_vec())
+    }
+
+    /// The config and layers of the image manifest `manifest` of `reference`.
+    async fn pull_image(
+        &self,
+        reference: &Reference,
+        manifest: Vec<u8>,
+    ) -> anyhow::Result<BuiltImage> {
         let parsed: Value = serde_json::from_slice(&manifest)?;
         let fetch = |d: String| async move {
             let out = self
@@ -333,11 +410,21 @@ impl RegistryClient {
         }))
         .await?;
         Ok(BuiltImage {
-            manifest: manifest.to_vec(),
+            manifest,
             config,
             layers,
+            children: Vec::new(),
         })
     }
+}
+
+/// The image `digest` in `reference`'s repository.
+fn child_reference(reference: &Reference, digest: &str) -> Reference {
+    Reference::with_digest(
+        reference.registry().to_string(),
+        reference.repository().to_string(),
+        digest.to_string(),
+    )
 }
 
 /// An oci-client error shown with its causes. reqwest's own text, "error sending request for

@@ -87,7 +87,11 @@ pub fn build_rootfs_image(
 ) -> io::Result<BuiltImage> {
     let mut tar = tar_part(entries)?;
     tar.extend_from_slice(&TAR_END);
-    let image_config = image_config(config, &[super::digest(&tar)]);
+    let image_config = image_config(
+        config,
+        &[super::digest(&tar)],
+        &super::Platform::linux_amd64(),
+    );
     assemble(tar, image_config)
 }
 
@@ -172,9 +176,13 @@ pub(super) fn tar_part(entries: &[RootfsEntry]) -> io::Result<Vec<u8>> {
     Ok(std::mem::take(builder.get_mut()))
 }
 
-/// The image config of an image whose uncompressed layers, lowest first, have the digests
-/// `diff_ids`.
-pub(super) fn image_config(config: &ContainerConfig, diff_ids: &[String]) -> serde_json::Value {
+/// The image config of an image for `platform` whose uncompressed layers, lowest first, have
+/// the digests `diff_ids`.
+pub(super) fn image_config(
+    config: &ContainerConfig,
+    diff_ids: &[String],
+    platform: &super::Platform,
+) -> serde_json::Value {
     let mut runtime = serde_json::Map::new();
     runtime.insert("Labels".into(), json!(config.labels));
     if !config.entrypoint.is_empty() {
@@ -190,12 +198,13 @@ pub(super) fn image_config(config: &ContainerConfig, diff_ids: &[String]) -> ser
         runtime.insert("Env".into(), json!(config.env));
     }
     runtime.insert("WorkingDir".into(), json!("/"));
-    json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": runtime,
-        "rootfs": {"type": "layers", "diff_ids": diff_ids},
-    })
+    super::build::with_platform(
+        json!({
+            "config": runtime,
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        }),
+        platform,
+    )
 }
 
 /// A file changed less than this long ago is not given an identity: file times come from a
@@ -294,6 +303,16 @@ pub fn program_with_libraries(program: &Path) -> io::Result<Vec<RootfsEntry>> {
         });
     }
     Ok(entries)
+}
+
+/// Whether `program` is an ELF program that loads shared libraries.
+pub(super) fn is_dynamic(program: &Path) -> io::Result<bool> {
+    Ok(has_interpreter(program)? == Some(true))
+}
+
+/// Whether `program` is an ELF program for another machine than this one.
+pub(super) fn is_foreign(program: &Path) -> io::Result<bool> {
+    Ok(super::Platform::host().check_program(program).is_err())
 }
 
 /// Whether the ELF file `program` names a program interpreter (a `PT_INTERP` program

@@ -7,7 +7,7 @@ use super::ReleaseError;
 use crate::audit::CapabilityLevel;
 use crate::audit::security::Risk;
 use crate::bundle::GenerateConfig;
-use crate::image::{RegistrySettings, parse_reference};
+use crate::image::{Platform, RegistrySettings, parse_reference};
 
 /// What the caller asks for, over the config file's `release:` section: each `Some` (or
 /// `true`) wins over the config's setting.
@@ -41,6 +41,10 @@ pub struct Settings {
     pub registry: RegistrySettings,
     /// Plan only, write nothing.
     pub dry_run: bool,
+    /// The platforms, `os/arch[/variant]` (else the config's `release.platforms`).
+    pub platforms: Option<Vec<String>>,
+    /// `PLATFORM=PATH` catalog server binaries, over the config's `release.serverBinaries`.
+    pub server_binaries: Vec<String>,
 }
 
 /// The OCI layout folder when neither the flag nor the config names one.
@@ -98,6 +102,11 @@ pub struct Plan {
     pub registry: RegistrySettings,
     /// Print the plan and write nothing.
     pub dry_run: bool,
+    /// The platforms the images are built for (one: single images, as always; several: an
+    /// index each).
+    pub platforms: Vec<Platform>,
+    /// The catalog server of each platform that has one given, `PLATFORM=PATH`.
+    pub server_binaries: Vec<String>,
 }
 
 impl Plan {
@@ -201,6 +210,34 @@ impl Plan {
             )),
             (None, None) => None,
         };
+        let platform_texts = match &args.platforms {
+            Some(texts) => texts.clone(),
+            None => release.platforms.clone(),
+        };
+        let platforms = if platform_texts.is_empty() {
+            vec![Platform::linux_amd64()]
+        } else {
+            Platform::parse_list(&platform_texts)
+                .map_err(|e| config_error(format!("release.platforms: {e}")))?
+        };
+        // The CSV's platform labels follow the platforms released.
+        if let Some(section) = config.release.as_mut() {
+            section.platforms = platforms.iter().map(Platform::to_string).collect();
+        } else if platforms.len() > 1 {
+            config.release = Some(crate::bundle::config::ReleaseConfig {
+                platforms: platforms.iter().map(Platform::to_string).collect(),
+                ..Default::default()
+            });
+        }
+        let mut server_binaries = args.server_binaries.clone();
+        for (platform, path) in &release.server_binaries {
+            if !server_binaries
+                .iter()
+                .any(|given| given.starts_with(&format!("{platform}=")))
+            {
+                server_binaries.push(format!("{platform}={}", path.display()));
+            }
+        }
         let catalog_dir = args
             .catalog
             .clone()
@@ -245,6 +282,8 @@ impl Plan {
             oci_layout,
             registry: args.registry.clone(),
             dry_run: args.dry_run,
+            platforms,
+            server_binaries,
         })
     }
 
@@ -261,6 +300,13 @@ impl Plan {
         ];
         if let Some(range) = &self.skip_range {
             words.push(format!("--skip-range '{range}'"));
+        }
+        if self.platforms != [Platform::linux_amd64()] {
+            let list: Vec<String> = self.platforms.iter().map(Platform::to_string).collect();
+            words.push(format!("--platform {}", list.join(",")));
+        }
+        for server in &self.server_binaries {
+            words.push(format!("--server-binary {server}"));
         }
         if self.push {
             words.push("--push".into());

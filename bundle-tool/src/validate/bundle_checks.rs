@@ -320,6 +320,14 @@ pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
             add(finding.in_file(&csv_file));
         }
     }
+    if optional.multiarch {
+        let inspect = super::multiarch::inspect_with_tool;
+        for finding in
+            super::multiarch::findings(bundle, optional.container_tools.as_deref(), &inspect)
+        {
+            add(finding);
+        }
+    }
     if optional.olm_v1 {
         // Each finding names its own file (the CSV, a CRD or a metadata file).
         for finding in super::olm_v1::findings(bundle) {

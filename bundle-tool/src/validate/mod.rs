@@ -15,6 +15,7 @@ mod examples;
 mod finding;
 mod good_practices;
 mod load;
+mod multiarch;
 mod objects;
 mod olm_v1;
 mod operatorhub;

@@ -4,19 +4,22 @@
 
 /// The optional validators we implement: (name label, member of `suite=operatorframework`).
 /// `olm-v1` is ours (operator-sdk has no such validator) and in no suite: it is about another
-/// installer, so a bundle meant for OLM v0 only should not fail it by default. `multiarch` (it pulls every image) and the deprecated `operatorhub`/`community` are not
-/// implemented; selecting them is refused rather than silently running nothing.
-const VALIDATORS: [(&str, bool); 6] = [
+/// installer, so a bundle meant for OLM v0 only should not fail it by default. `multiarch`
+/// pulls every image the CSV names, with a container tool, and is in no suite, as upstream.
+/// The deprecated `operatorhub`/`community` are not implemented; selecting them is refused
+/// rather than silently running nothing.
+const VALIDATORS: [(&str, bool); 7] = [
     ("operatorhubv2", true),
     ("capabilities", true),
     ("categories", true),
     ("alpha-deprecated-apis", true),
     ("good-practices", true),
     ("olm-v1", false),
+    ("multiarch", false),
 ];
 
 /// Names operator-sdk knows but we do not run, so that the refusal can say why.
-const NOT_IMPLEMENTED: [&str; 3] = ["multiarch", "operatorhub", "community"];
+const NOT_IMPLEMENTED: [&str; 2] = ["operatorhub", "community"];
 
 /// The optional validators selected, and their values.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,6 +38,11 @@ pub struct Optional {
     /// `olm-v1`: what operator-controller v1.11.0 (OLM v1) refuses or treats differently
     /// (docs/olm-v1.md).
     pub olm_v1: bool,
+    /// `multiarch`: the platforms of every image the CSV names against its arch and os
+    /// labels (operator-framework/api's multiple-architectures validator).
+    pub multiarch: bool,
+    /// `container-tools`: the tool `multiarch` inspects images with (docker, podman, none).
+    pub container_tools: Option<String>,
     /// `k8s-version`: the Kubernetes version the bundle is meant for; removed APIs become
     /// errors from that version on (as from `spec.minKubeVersion`).
     pub k8s_version: Option<String>,
@@ -50,6 +58,8 @@ impl Optional {
             deprecated_apis: true,
             good_practices: true,
             olm_v1: false,
+            multiarch: false,
+            container_tools: None,
             k8s_version: None,
         }
     }
@@ -62,6 +72,7 @@ impl Optional {
             || self.deprecated_apis
             || self.good_practices
             || self.olm_v1
+            || self.multiarch
     }
 
     /// Selects validators with a label selector like operator-sdk's: requirements
@@ -109,6 +120,7 @@ impl Optional {
                     "categories" => selected.categories = true,
                     "alpha-deprecated-apis" => selected.deprecated_apis = true,
                     "olm-v1" => selected.olm_v1 = true,
+                    "multiarch" => selected.multiarch = true,
                     _ => selected.good_practices = true,
                 }
             }
@@ -124,8 +136,9 @@ impl Optional {
     }
 
     /// Applies `--optional-values`: `key=value` pairs separated by commas. `k8s-version` is
-    /// used; `container-tools` and `index-path` belong to validators we do not run and are
-    /// accepted and ignored, as operator-sdk ignores values no selected validator reads.
+    /// used, `container-tools` is multiarch's; `index-path` belongs to a validator we do not
+    /// run and is accepted and ignored, as operator-sdk ignores values no selected validator
+    /// reads.
     pub fn set_values(&mut self, values: &str) -> Result<(), String> {
         for pair in values.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((key, value)) = pair.split_once('=') else {
@@ -133,7 +146,8 @@ impl Optional {
             };
             match key.trim() {
                 "k8s-version" => self.k8s_version = Some(value.trim().to_string()),
-                "container-tools" | "index-path" => {}
+                "container-tools" => self.container_tools = Some(value.trim().to_string()),
+                "index-path" => {}
                 other => {
                     return Err(format!(
                         "--optional-values: unknown key {other:?}; known: k8s-version, container-tools, index-path"
@@ -177,7 +191,7 @@ mod tests {
     #[test]
     fn unknown_or_unimplemented_selections_are_refused() {
         assert!(
-            Optional::select("name=multiarch")
+            Optional::select("name=community")
                 .unwrap_err()
                 .contains("not implemented")
         );
