@@ -113,7 +113,7 @@ fn mermaid_is_opms_render_graph() {
     );
 }
 
-/// Opens `page` in headless Chromium: (the DOM after load, the browser's console lines).
+/// Opens `page` in headless Chromium: (the DOM after load, the page's console lines).
 fn chromium(page: &Path) -> (String, Vec<String>) {
     let output = Command::new("chromium")
         .args([
@@ -137,9 +137,12 @@ fn chromium(page: &Path) -> (String, Vec<String>) {
         "chromium failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // Only the page's own console lines: Chromium also logs its internal pages' messages
+    // (e.g. "Slow network is detected" from chrome://resources on a loaded machine).
+    let source = format!("source: file://{}", page.display());
     let console = String::from_utf8_lossy(&output.stderr)
         .lines()
-        .filter(|l| l.contains(":CONSOLE"))
+        .filter(|l| l.contains(":CONSOLE") && l.contains(&source))
         .map(str::to_string)
         .collect();
     (
