@@ -59,14 +59,7 @@ async fn bench() -> anyhow::Result<()> {
     let registry = format!("{}/run", node.registry());
     let bundle = repo().join("bundle").display().to_string();
     let checkout = Checkout::new()?;
-    let next = checkout.root().join("bundle-0.2.0");
-    checkout.bundle_tool(&[
-        "generate",
-        "--version",
-        "0.2.0",
-        "--output",
-        &next.display().to_string(),
-    ])?;
+    let next = run_support::next_bundle(&checkout)?;
     let next = next.display().to_string();
     let (mut installs, mut upgrades) = (Vec::new(), Vec::new());
     for round in 1..=ROUNDS {

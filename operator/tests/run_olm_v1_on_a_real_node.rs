@@ -155,11 +155,7 @@ async fn run_installs_and_cleans_up_through_olm_v1() -> anyhow::Result<()> {
         .create(&PostParams::default(), &serde_json::from_value(role)?)
         .await?;
     let output = bundle_tool(&kubeconfig, &install)?;
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let said = run_support::text(&output);
     ensure!(
         !output.status.success(),
         "run succeeded without the CRD rule:\n{said}"
@@ -190,27 +186,24 @@ async fn run_installs_and_cleans_up_through_olm_v1() -> anyhow::Result<()> {
 
     // 1. Install.
     let output = bundle_tool(&kubeconfig, &install)?;
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let said = run_support::text(&output);
     ensure!(
         output.status.success(),
         "run failed:\n{said}\n{}",
         describe()
     );
-    for step in [
-        "the bundle image",
-        "created ClusterCatalog redis-operator-run-catalog",
-        "ready ClusterCatalog redis-operator-run-catalog: Serving",
-        "created ServiceAccount redis-operator/redis-operator-run-installer",
-        "created ClusterRole ",
-        "created ClusterExtension redis-operator-run",
-        "installed ClusterExtension redis-operator-run: Installed=True at redis-operator.v0.1.0",
-    ] {
-        ensure!(said.contains(step), "no step {step:?}:\n{said}");
-    }
+    run_support::said_each(
+        &said,
+        &[
+            "the bundle image",
+            "created ClusterCatalog redis-operator-run-catalog",
+            "ready ClusterCatalog redis-operator-run-catalog: Serving",
+            "created ServiceAccount redis-operator/redis-operator-run-installer",
+            "created ClusterRole ",
+            "created ClusterExtension redis-operator-run",
+            "installed ClusterExtension redis-operator-run: Installed=True at redis-operator.v0.1.0",
+        ],
+    )?;
     olm_release::check_operator_reconciles_real_redis(node, &client, &describe).await?;
 
     // 2. The same again.
@@ -226,14 +219,7 @@ async fn run_installs_and_cleans_up_through_olm_v1() -> anyhow::Result<()> {
 
     // The upgrade.
     let checkout = olm_release::Checkout::new()?;
-    let next = checkout.root().join("bundle-0.2.0");
-    checkout.bundle_tool(&[
-        "generate",
-        "--version",
-        "0.2.0",
-        "--output",
-        &next.display().to_string(),
-    ])?;
+    let next = run_support::next_bundle(&checkout)?;
     let next = next.display().to_string();
     let output = bundle_tool(
         &kubeconfig,
@@ -248,24 +234,21 @@ async fn run_installs_and_cleans_up_through_olm_v1() -> anyhow::Result<()> {
             "300s",
         ],
     )?;
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let said = run_support::text(&output);
     ensure!(
         output.status.success(),
         "run --upgrade failed:\n{said}\n{}",
         describe()
     );
-    for step in [
-        "the catalog's channel entry adds the edge redis-operator.v0.1.0 -> redis-operator.v0.2.0",
-        "updated ClusterCatalog redis-operator-run-catalog",
-        "updated ClusterRole redis-operator:redis-operator-run-installer: the rules of both bundles",
-        "installed ClusterExtension redis-operator-run: Installed=True at redis-operator.v0.2.0",
-    ] {
-        ensure!(said.contains(step), "no step {step:?}:\n{said}");
-    }
+    run_support::said_each(
+        &said,
+        &[
+            "the catalog's channel entry adds the edge redis-operator.v0.1.0 -> redis-operator.v0.2.0",
+            "updated ClusterCatalog redis-operator-run-catalog",
+            "updated ClusterRole redis-operator:redis-operator-run-installer: the rules of both bundles",
+            "installed ClusterExtension redis-operator-run: Installed=True at redis-operator.v0.2.0",
+        ],
+    )?;
     olm_release::check_operator_reconciles_real_redis(node, &client, &describe).await?;
 
     // 3. Cleanup.

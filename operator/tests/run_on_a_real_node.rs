@@ -65,7 +65,7 @@ impl Run {
             "bundle-tool {} ({}):\n{}",
             args.join(" "),
             output.status,
-            text(&output)
+            run_support::text(&output)
         );
         Ok(output)
     }
@@ -79,17 +79,9 @@ impl Run {
     }
 }
 
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 /// Fails unless the command failed and its output names every one of `words`.
 fn failed_naming(output: &Output, words: &[&str]) -> anyhow::Result<()> {
-    let said = text(output);
+    let said = run_support::text(output);
     ensure!(!output.status.success(), "it succeeded:\n{said}");
     for word in words {
         ensure!(
@@ -172,7 +164,7 @@ fn cleanup(run: &Run) -> anyhow::Result<Value> {
     ensure!(
         output.status.success(),
         "run cleanup failed:\n{}",
-        text(&output)
+        run_support::text(&output)
     );
     Ok(serde_json::from_slice(&output.stdout)?)
 }
@@ -267,7 +259,7 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
             ),
         ],
     )?;
-    let said = text(&output);
+    let said = run_support::text(&output);
     ensure!(
         said.contains("ErrImagePull") || said.contains("ImagePullBackOff"),
         "the kubelet's pull reason is not named:\n{said}"
@@ -290,20 +282,21 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
     ensure!(
         output.status.success(),
         "run failed:\n{}\n{}",
-        text(&output),
+        run_support::text(&output),
         describe()
     );
-    let said = text(&output);
-    for step in [
-        "ready Pod redis-operator/redis-operator-run-catalog-",
-        "created CatalogSource redis-operator/redis-operator-run-catalog",
-        "created OperatorGroup redis-operator/bundle-tool-run: AllNamespaces",
-        "created Subscription redis-operator/redis-operator-run",
-        "approved InstallPlan redis-operator/",
-        "succeeded ClusterServiceVersion redis-operator/redis-operator.v0.1.0",
-    ] {
-        ensure!(said.contains(step), "no step {step:?}:\n{said}");
-    }
+    let said = run_support::text(&output);
+    run_support::said_each(
+        &said,
+        &[
+            "ready Pod redis-operator/redis-operator-run-catalog-",
+            "created CatalogSource redis-operator/redis-operator-run-catalog",
+            "created OperatorGroup redis-operator/bundle-tool-run: AllNamespaces",
+            "created Subscription redis-operator/redis-operator-run",
+            "approved InstallPlan redis-operator/",
+            "succeeded ClusterServiceVersion redis-operator/redis-operator.v0.1.0",
+        ],
+    )?;
     // The server was Ready before the CatalogSource was created.
     let ready = said.find("ready Pod").context("no ready line")?;
     let source = said
@@ -326,7 +319,7 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
     ensure!(
         output.status.success(),
         "the second run failed:\n{}",
-        text(&output)
+        run_support::text(&output)
     );
     let again: Value = serde_json::from_slice(&output.stdout)?;
     ensure!(
@@ -346,31 +339,25 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
 
     // 4. Upgrade to 0.2.0, whose CSV names no replaces.
     let checkout = Checkout::new()?;
-    let next = checkout.root().join("bundle-0.2.0");
-    checkout.bundle_tool(&[
-        "generate",
-        "--version",
-        "0.2.0",
-        "--output",
-        &next.display().to_string(),
-    ])?;
+    let next = run_support::next_bundle(&checkout)?;
     let output = run.install(&next, &["--upgrade", "--timeout", "300s"])?;
     ensure!(
         output.status.success(),
         "run --upgrade failed:\n{}\n{}",
-        text(&output),
+        run_support::text(&output),
         describe()
     );
-    let said = text(&output);
-    for step in [
-        "the catalog's channel entry adds the edge redis-operator.v0.1.0 -> redis-operator.v0.2.0",
-        "updated CatalogSource redis-operator/redis-operator-run-catalog",
-        "deleted Pod redis-operator/redis-operator-run-catalog-",
-        "approved InstallPlan",
-        "succeeded ClusterServiceVersion redis-operator/redis-operator.v0.2.0",
-    ] {
-        ensure!(said.contains(step), "no step {step:?}:\n{said}");
-    }
+    let said = run_support::text(&output);
+    run_support::said_each(
+        &said,
+        &[
+            "the catalog's channel entry adds the edge redis-operator.v0.1.0 -> redis-operator.v0.2.0",
+            "updated CatalogSource redis-operator/redis-operator-run-catalog",
+            "deleted Pod redis-operator/redis-operator-run-catalog-",
+            "approved InstallPlan",
+            "succeeded ClusterServiceVersion redis-operator/redis-operator.v0.2.0",
+        ],
+    )?;
     olm_release::check_operator_reconciles_real_redis(node, &client, &describe).await?;
 
     // 5. Cleanup, with an unrelated Subscription in the namespace.

@@ -3,12 +3,13 @@
 
 #![allow(dead_code)] // the two tests and the bench use different parts
 
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Instant;
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
-use super::olm_release::static_catalog_server;
+use super::olm_release::{Checkout, static_catalog_server};
 
 /// The namespace `run` installs into (the one the Redis checks read).
 pub const NAMESPACE: &str = "redis-operator";
@@ -82,4 +83,35 @@ pub async fn labelled(client: &kube::Client, kinds: &[Kind]) -> anyhow::Result<V
         }
     }
     Ok(found)
+}
+
+/// What a command said: standard output, then standard error.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Fails unless `said` names every one of `steps`.
+pub fn said_each(said: &str, steps: &[&str]) -> anyhow::Result<()> {
+    for step in steps {
+        anyhow::ensure!(said.contains(step), "no step {step:?}:\n{said}");
+    }
+    Ok(())
+}
+
+/// The Redis bundle 0.2.0 generated into `checkout`, for `run --upgrade`: its CSV names no
+/// `replaces`, so `run` has to add the edge.
+pub fn next_bundle(checkout: &Checkout) -> anyhow::Result<PathBuf> {
+    let next = checkout.root().join("bundle-0.2.0");
+    checkout.bundle_tool(&[
+        "generate",
+        "--version",
+        "0.2.0",
+        "--output",
+        &next.display().to_string(),
+    ])?;
+    Ok(next)
 }
