@@ -70,6 +70,12 @@ background+=("$go_pid")
 
 say "format"
 cargo fmt --all -- --check || fail "cargo fmt --all would change files: run it and commit"
+# The fuzz crate is a workspace of its own with its own lock file, built much later (in the
+# background, after the main build): a dependency change that leaves it stale would only
+# fail there, at the very end of a run. Checked now, without building anything.
+cargo tree --locked --offline -q --manifest-path fuzz/Cargo.toml > /dev/null 2>&1 ||
+  cargo tree --locked -q --manifest-path fuzz/Cargo.toml > /dev/null ||
+  fail "fuzz/Cargo.lock is out of date: run cargo update -w --manifest-path fuzz/Cargo.toml and commit it"
 
 # One Rust build for everything the tests run: the workspace's test, bench and example
 # targets and its two programs, statically linked (`--target` keeps RUSTFLAGS away from build

@@ -198,6 +198,54 @@ pub enum ConfigError {
     },
 }
 
+/// The YAML reader's message without the position it repeats ("error: line L column C: "),
+/// which the error's `path:line:column` already gives; for an unknown key, the known key
+/// nearest to it (a misspelling is the usual cause).
+fn config_message(raw: &str) -> String {
+    let mut message = raw.strip_prefix("error: ").unwrap_or(raw);
+    if let Some(rest) = message.strip_prefix("line ")
+        && let Some((_, after)) = rest.split_once(": ")
+    {
+        message = after;
+    }
+    let mut message = message.to_string();
+    if let Some((unknown, expected)) = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once("`, expected one of "))
+    {
+        let nearest = expected
+            .split(", ")
+            .map(|known| known.trim_matches('`'))
+            .map(|known| (edit_distance(unknown, known), known))
+            .min();
+        // Within a third of the key's length: a typo, not another word.
+        if let Some((distance, known)) = nearest
+            && distance * 3 <= unknown.len().max(3)
+        {
+            message.push_str(&format!(" (did you mean `{known}`?)"));
+        }
+    }
+    message
+}
+
+/// Levenshtein distance: insertions, deletions and substitutions of characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 impl GenerateConfig {
     /// Reads a config file; relative paths in it are resolved against its folder.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -211,7 +259,7 @@ impl GenerateConfig {
                 path: path.into(),
                 line: location.as_ref().map(|l| l.line()).unwrap_or(1),
                 column: location.as_ref().map(|l| l.column()).unwrap_or(1),
-                message: e.to_string().lines().next().unwrap_or_default().to_string(),
+                message: config_message(e.to_string().lines().next().unwrap_or_default()),
             }
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
@@ -244,6 +292,40 @@ impl GenerateConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_key_is_named_at_its_line_with_the_nearest_known_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bundle-tool.yaml");
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle-tool.yaml"),
+        )
+        .unwrap()
+        .replace("  maxRisk: high", "  maxRisc: high");
+        std::fs::write(&path, &text).unwrap();
+        let line = text.lines().position(|l| l.contains("maxRisc")).unwrap() + 1;
+        let error = GenerateConfig::load(&path).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!(
+                "{}:{line}:3: unknown field `maxRisc`",
+                path.display()
+            )),
+            "{error}"
+        );
+        assert!(error.ends_with("(did you mean `maxRisk`?)"), "{error}");
+        // A key like no known one gets no guess.
+        std::fs::write(&path, text.replace("  maxRisc: high", "  zzzzzzzz: high")).unwrap();
+        let error = GenerateConfig::load(&path).unwrap_err().to_string();
+        assert!(!error.contains("did you mean"), "{error}");
+    }
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("maxRisc", "maxRisk"), 1);
+        assert_eq!(edit_distance("chanels", "channels"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 
     #[test]
     fn the_repository_config_asks_release_for_the_olm_v1_validator() {
