@@ -459,7 +459,9 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
     println!("--- the user's path with the catalog served by {server:?} ---");
 
     // 1. The first release, from a clean checkout.
-    let checkout = Checkout::new()?;
+    // Every release of this walk makes linux/amd64 + linux/arm64 indexes: the node pulls the
+    // amd64 image of each (catalog, bundle) out of them, and OLM runs as with one platform.
+    let checkout = Checkout::new()?.two_platforms()?;
     let first = publish(
         cluster,
         &checkout,
@@ -472,6 +474,24 @@ async fn walk(cluster: &Cluster, server: CatalogServer) -> anyhow::Result<Value>
         first["changed"] == true,
         "the first release changed nothing: {first}"
     );
+    let released_catalog = match server {
+        CatalogServer::BundleTool => CATALOG_IMAGE,
+        CatalogServer::Opm => SET_ASIDE_CATALOG_IMAGE,
+    };
+    for image in [
+        format!(
+            "{}/{}",
+            node.registry(),
+            e2e::node::mirror_path(released_catalog)?
+        ),
+        format!("{}/example/redis-operator-bundle:v0.1.0", node.registry()),
+    ] {
+        let platforms = checkout.index_platforms(&image)?;
+        ensure!(
+            platforms == ["linux/amd64", "linux/arm64"],
+            "{image}: the release made an index of {platforms:?}"
+        );
+    }
 
     // 2. The catalog image as a registry pod, Ready by OLM's probes; packageserver lists it.
     let source_started = Instant::now();

@@ -51,6 +51,9 @@ pub async fn apply_olm_file(client: &kube::Client, name: &str) -> anyhow::Result
 /// A clean copy of the repository's release inputs, with an empty catalog (no release yet).
 pub struct Checkout {
     dir: tempfile::TempDir,
+    /// The arm64 catalog server when releases make two-platform indexes
+    /// ([`Checkout::two_platforms`]).
+    arm64_server: Option<PathBuf>,
 }
 
 impl Checkout {
@@ -76,11 +79,23 @@ impl Checkout {
             .filter(|head| head.len() < template.len())
             .context("catalog/template.yaml has no candidate list")?;
         std::fs::write(&template_path, format!("{settings}\n"))?;
-        Ok(Checkout { dir })
+        Ok(Checkout {
+            dir,
+            arm64_server: None,
+        })
     }
 
     pub fn root(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Releases from this checkout build linux/amd64 + linux/arm64 OCI image indexes (bundle
+    /// and catalog), the arm64 catalog image with the cross-built `catalog-server`, as a
+    /// release with `release.platforms` does; the node then pulls the amd64 image out of
+    /// each index.
+    pub fn two_platforms(mut self) -> anyhow::Result<Self> {
+        self.arm64_server = Some(aarch64_catalog_server()?);
+        Ok(self)
     }
 
     /// `bundle-tool release` of `version` into `channels`, pushed to the cluster registry
@@ -121,6 +136,7 @@ impl Checkout {
                 "--catalog-image={registry}/{}",
                 mirror_path(catalog_image)?
             ))
+            .args(self.platform_args())
             .args(["--push", "--plain-http", "-o", "json"])
             // createdAt pinned, as a reproducible release job pins it: the OLM v0 test releases
             // each version twice (for our catalog image and for opm's), and the two must be
@@ -142,6 +158,37 @@ impl Checkout {
 }
 
 impl Checkout {
+    /// The `release` flags of [`Checkout::two_platforms`]; none otherwise.
+    fn platform_args(&self) -> Vec<String> {
+        match &self.arm64_server {
+            Some(server) => vec![
+                "--platform".to_string(),
+                "linux/amd64,linux/arm64".to_string(),
+                format!("--server-binary=linux/arm64={}", server.display()),
+            ],
+            None => Vec::new(),
+        }
+    }
+
+    /// The platforms of the image index at `reference` in the node's registry, as
+    /// `bundle-tool inspect` lists them; an error for a single-platform image.
+    pub fn index_platforms(&self, reference: &str) -> anyhow::Result<Vec<String>> {
+        let inspected: Value =
+            serde_json::from_str(&self.bundle_tool(&["inspect", reference, "--plain-http"])?)?;
+        let platforms = inspected["platforms"]
+            .as_array()
+            .with_context(|| format!("{reference} is not an image index: {inspected}"))?;
+        platforms
+            .iter()
+            .map(|p| {
+                p["platform"]
+                    .as_str()
+                    .map(str::to_string)
+                    .with_context(|| format!("{reference}: a platform without a name: {p}"))
+            })
+            .collect()
+    }
+
     /// Runs bundle-tool in the checkout; fails with its output unless it exits 0.
     pub fn bundle_tool(&self, args: &[&str]) -> anyhow::Result<String> {
         let output = Command::new(e2e::bundle_tool_binary())
@@ -184,6 +231,24 @@ impl Checkout {
             .map(|(_, d)| d.to_string())
             .with_context(|| format!("push printed no digest: {pushed}"))
     }
+}
+
+/// The aarch64 `catalog-server`: `$E2E_AARCH64_BIN_DIR/catalog-server`, else the workspace's
+/// `target/aarch64-unknown-linux-gnu/debug/catalog-server`, which the README's test command
+/// cross-builds.
+pub fn aarch64_catalog_server() -> anyhow::Result<PathBuf> {
+    let dir = std::env::var_os("E2E_AARCH64_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/aarch64-unknown-linux-gnu/debug"));
+    let path = dir.join("catalog-server");
+    ensure!(
+        path.is_file(),
+        "{} is missing: cross-build it with `rustup target add aarch64-unknown-linux-gnu`, \
+         `apt-get install gcc-aarch64-linux-gnu` and `RUSTFLAGS=\"-C target-feature=+crt-static\" \
+         cargo build --target aarch64-unknown-linux-gnu --bin catalog-server` (tests/run-all.sh does)",
+        path.display()
+    );
+    Ok(path)
 }
 
 /// The statically linked catalog server the README test command builds, for the catalog
