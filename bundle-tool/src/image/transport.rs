@@ -126,8 +126,15 @@ pub(super) fn untrusted_certificate(
         }
         cause = current.source();
     }
-    // Whatever the wrapping, rustls's own words say it.
-    let text = error.to_string();
+    // Whatever the wrapping (reqwest boxes the connector's error), rustls's own words in
+    // the chain of messages say it.
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        text.push_str(": ");
+        text.push_str(&current.to_string());
+        cause = current.source();
+    }
     text.contains("invalid peer certificate")
         .then(|| refusal(registry, text.rsplit(": ").next().unwrap_or(&text)))
 }
