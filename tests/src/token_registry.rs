@@ -28,6 +28,17 @@ pub struct TokenRegistry {
 impl TokenRegistry {
     /// Starts the token server with `policy` and the registry behind it.
     pub async fn start(policy: TokenPolicy) -> anyhow::Result<TokenRegistry> {
+        Self::start_with(policy, false).await
+    }
+
+    /// [`start`](Self::start), with `refuse_first_token` the first token signed by a
+    /// certificate that has expired: the registry refuses it, although its `exp` claim says
+    /// it is good for the policy's lifetime (what a client meets when the registry's clock
+    /// runs ahead of its own, or its token was revoked).
+    pub async fn start_with(
+        policy: TokenPolicy,
+        refuse_first_token: bool,
+    ) -> anyhow::Result<TokenRegistry> {
         let dir = tempfile::Builder::new()
             .prefix("e2e-token-registry-")
             .tempdir()?;
@@ -50,6 +61,21 @@ impl TokenRegistry {
             .distinguished_name
             .push(DnType::CommonName, "e2e-token-signer");
         let signing_cert = signing_params.signed_by(&signing_key, &signing_issuer)?;
+        let first_token_signer = match refuse_first_token {
+            true => {
+                let key = KeyPair::generate()?;
+                let mut params = CertificateParams::new(Vec::<String>::new())?;
+                params
+                    .distinguished_name
+                    .push(DnType::CommonName, "e2e-short-lived-token-signer");
+                let now = time::OffsetDateTime::now_utc();
+                params.not_before = now - Duration::from_secs(7200);
+                params.not_after = now - Duration::from_secs(3600);
+                let cert = params.signed_by(&key, &signing_issuer)?;
+                Some((cert.der().to_vec(), key.serialize_der()))
+            }
+            false => None,
+        };
 
         let ca_file = dir.path().join("ca.pem");
         std::fs::write(&ca_file, https_ca.pem())?;
@@ -74,6 +100,7 @@ impl TokenRegistry {
                 serving_key: token_key.serialize_der(),
                 signing_certificate: signing_cert.der().to_vec(),
                 signing_key: signing_key.serialize_der(),
+                first_token_signer,
             },
             SERVICE,
             ISSUER,

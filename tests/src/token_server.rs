@@ -64,6 +64,7 @@ struct Signer {
 struct Shared {
     policy: Mutex<TokenPolicy>,
     signer: Signer,
+    first_signer: Option<Signer>,
     log: Mutex<TokenLog>,
 }
 
@@ -85,6 +86,10 @@ pub struct TokenServerKeys {
     pub signing_certificate: Vec<u8>,
     /// Its P-256 key (PKCS#8 DER).
     pub signing_key: Vec<u8>,
+    /// A signing pair (certificate DER, key PKCS#8 DER) for the first token only: one whose
+    /// certificate has expired makes the registry refuse a token whose own `exp` says it is
+    /// still good, as when the registry's clock runs ahead of the client's.
+    pub first_token_signer: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl TokenServer {
@@ -100,7 +105,18 @@ impl TokenServer {
         let key =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &keys.signing_key, &rng)
                 .map_err(|e| anyhow::anyhow!("the JWT signing key: {e}"))?;
+        let first_signer = match keys.first_token_signer {
+            Some((certificate, key)) => Some(Signer {
+                key: EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &key, &rng)
+                    .map_err(|e| anyhow::anyhow!("the first token's signing key: {e}"))?,
+                certificate,
+                service: service.to_string(),
+                issuer: issuer.to_string(),
+            }),
+            None => None,
+        };
         let shared = Arc::new(Shared {
+            first_signer,
             policy: Mutex::new(policy),
             signer: Signer {
                 key,
@@ -283,6 +299,10 @@ fn answer<B>(shared: &Shared, request: &hyper::Request<B>) -> hyper::Response<Fu
         .as_secs();
     let lifetime = policy.lifetime.as_secs();
     let jti = shared.log.lock().expect("log").issued.len();
+    let signer = match &shared.first_signer {
+        Some(first) if jti == 0 => first,
+        _ => &shared.signer,
+    };
     let claims = serde_json::json!({
         "iss": shared.signer.issuer,
         "sub": user.clone().unwrap_or_default(),
@@ -296,7 +316,7 @@ fn answer<B>(shared: &Shared, request: &hyper::Request<B>) -> hyper::Response<Fu
     let header = serde_json::json!({
         "typ": "JWT",
         "alg": "ES256",
-        "x5c": [STANDARD.encode(&shared.signer.certificate)],
+        "x5c": [STANDARD.encode(&signer.certificate)],
     });
     let signing_input = format!(
         "{}.{}",
@@ -304,7 +324,7 @@ fn answer<B>(shared: &Shared, request: &hyper::Request<B>) -> hyper::Response<Fu
         URL_SAFE_NO_PAD.encode(claims.to_string())
     );
     let rng = ring::rand::SystemRandom::new();
-    let Ok(signature) = shared.signer.key.sign(&rng, signing_input.as_bytes()) else {
+    let Ok(signature) = signer.key.sign(&rng, signing_input.as_bytes()) else {
         return json_response(500, r#"{"errors":[{"code":"UNKNOWN"}]}"#.into());
     };
     let token = format!(

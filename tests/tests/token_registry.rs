@@ -379,13 +379,13 @@ fn write_big_layout(dir: &Path, layers: usize, size: usize) -> PathBuf {
     dir.to_path_buf()
 }
 
-/// Tokens that last one second, and a push of 32 MiB in 16 layers that lasts longer: the
+/// Tokens that last one second, and a push of 192 MiB in 96 layers that lasts longer: the
 /// token expires during the push, a new one is asked for, and the push completes.
 #[tokio::test]
 async fn a_token_expiring_during_a_push_is_renewed() {
     let registry = start(Duration::from_secs(1)).await;
     let scratch = tempfile::tempdir().unwrap();
-    let layout = write_big_layout(scratch.path(), 16, 2 * 1024 * 1024);
+    let layout = write_big_layout(scratch.path(), 96, 2 * 1024 * 1024);
     let reference = format!("{}/team/app:big", registry.host());
     let started = Instant::now();
     let output = bundle_tool(
@@ -612,4 +612,50 @@ async fn no_password_or_token_in_any_output_even_at_trace_level() {
     for needle in &needles {
         assert!(!all.contains(needle.as_str()), "an output shows a secret");
     }
+}
+
+/// The first token, the one a push asks for before its first blob, is signed by an expired
+/// certificate: the registry refuses it at the first upload while its `exp` claim (300 s)
+/// says it is good, as when the registry's clock runs ahead or the token was revoked.
+/// oci-client would send it again until its `exp`; bundle-tool asks for a new token after
+/// the 401 and the push completes.
+#[tokio::test]
+async fn a_token_the_registry_refuses_during_a_push_is_renewed() {
+    let registry = TokenRegistry::start_with(
+        e2e::token_policy(
+            &[("ci", &password())],
+            &[("ci", "team/app")],
+            Duration::from_secs(300),
+        ),
+        true,
+    )
+    .await
+    .expect("the token registry starts");
+    let bundle = e2e::corpus::redis_bundle().display().to_string();
+    let reference = format!("{}/team/app:v0.1.0", registry.host());
+    let output = bundle_tool(
+        &[
+            "push",
+            &bundle,
+            &reference,
+            "--ca-file",
+            &registry.ca_file().display().to_string(),
+            "--username",
+            "ci",
+            "--password-stdin",
+        ],
+        Some(&password()),
+        &[("RUST_LOG", "bundle_tool=debug")],
+    );
+    let pushed = succeeded("push with a refused first token", &output);
+    assert_eq!(
+        stderr(&output)
+            .matches("the registry refused the token")
+            .count(),
+        1,
+        "{}",
+        stderr(&output)
+    );
+    let digest = pushed.trim().rsplit_once('@').map(|(_, d)| d).unwrap();
+    assert_eq!(anonymous_digest(&reference, registry.ca_file()), digest);
 }
