@@ -434,7 +434,7 @@ fn sources() -> &'static (BundleSources, Vec<String>) {
             add_document(document, &mut config).expect("a known bundle");
             images.push(image);
         }
-        let mut sources = BundleSources::new(false);
+        let mut sources = BundleSources::new(Default::default());
         for bundle in config.bundles {
             sources.add_rendered(bundle);
         }

@@ -189,13 +189,20 @@ async fn catalogd_base(
     let built =
         bundle_tool::image::build_runnable_catalog_image(dir, Path::new("/bin/busybox")).unwrap();
     let reference = format!("{}/bench/{name}:latest", registry.host());
-    bundle_tool::image::RegistryClient::new(true, Default::default())
-        .push(
-            &bundle_tool::image::parse_reference(&reference).unwrap(),
-            &built.image,
-        )
-        .await
-        .unwrap();
+    bundle_tool::image::RegistryClient::new(
+        &bundle_tool::image::Transport {
+            plain_http: true,
+            ..Default::default()
+        },
+        Default::default(),
+    )
+    .expect("a plain-HTTP client")
+    .push(
+        &bundle_tool::image::parse_reference(&reference).unwrap(),
+        &built.image,
+    )
+    .await
+    .unwrap();
     catalogd
         .serve_catalog(client, name, &reference)
         .await

@@ -7,6 +7,8 @@
 //! - [`RealNode`]: a real node of that control plane (containerd, runc, CNI, kubelet,
 //!   kube-proxy, CoreDNS, a registry), started on first use by [`ControlPlane::real_node`].
 //! - [`OciRegistry`]: Debian's `docker-registry`, anonymous or with htpasswd basic auth.
+//! - [`TokenRegistry`]: `docker-registry` over HTTPS (a test CA) with `auth: token`, and the
+//!   [`token_server`] it sends clients to.
 //! - [`assets`]: where the pinned Go programs (and `opm`, `operator-sdk`, OLM) are.
 //!
 //! Nothing here downloads anything: `tests/assets/build-go-assets.sh` (run by the README test
@@ -32,6 +34,8 @@ mod process;
 mod provisioner;
 mod registry;
 pub mod registry_server;
+mod token_registry;
+pub mod token_server;
 pub mod upgrade_pairs;
 pub mod validate_report;
 
@@ -41,7 +45,8 @@ pub use control_plane::{ControlPlane, ControlPlaneOptions};
 pub use fault_proxy::FaultyProxy;
 pub use node::RealNode;
 pub use process::ManagedProcess;
-pub use registry::{OciRegistry, RegistryAuth};
+pub use registry::{OciRegistry, RegistryAuth, RegistryTls};
+pub use token_registry::{TokenRegistry, policy as token_policy};
 
 /// Fails unless this process is in a network namespace whose only interface is loopback, as
 /// the cargo runner (`tests/assets/netns-runner.sh`) arranges. Call it before starting a

@@ -38,7 +38,7 @@ pub struct PkiFiles {
 pub const FRONT_PROXY_CLIENT_NAME: &str = "front-proxy-client";
 
 /// A new CA named `name`: its certificate and the issuer that signs with it.
-fn new_ca(name: &str) -> anyhow::Result<(rcgen::Certificate, Issuer<'static, KeyPair>)> {
+pub(crate) fn new_ca(name: &str) -> anyhow::Result<(rcgen::Certificate, Issuer<'static, KeyPair>)> {
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name.push(DnType::CommonName, name);

@@ -1,6 +1,6 @@
 //! A real OCI distribution registry on loopback: Debian's `docker-registry`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -22,6 +22,26 @@ pub enum RegistryAuth {
         /// The password.
         password: String,
     },
+    /// Bearer tokens from a token server (`auth: token`), as quay.io and ghcr.io do.
+    Token {
+        /// The token server's URL.
+        realm: String,
+        /// The `service` the registry asks tokens for (and checks as `aud`).
+        service: String,
+        /// The `iss` the registry accepts.
+        issuer: String,
+        /// PEM file of the CAs the tokens' `x5c` certificates must chain to.
+        rootcertbundle: PathBuf,
+    },
+}
+
+/// The serving certificate and key (PEM files) of a registry that talks HTTPS.
+#[derive(Clone, Debug)]
+pub struct RegistryTls {
+    /// The certificate (chain).
+    pub certificate: PathBuf,
+    /// Its key.
+    pub key: PathBuf,
 }
 
 /// A running registry; stopped and its storage removed when dropped.
@@ -40,6 +60,15 @@ impl OciRegistry {
 
     /// Starts a registry listening on `address` (`ip:port`).
     pub async fn start_on(auth: RegistryAuth, address: &str) -> anyhow::Result<Self> {
+        Self::start_configured(auth, address, None).await
+    }
+
+    /// Starts a registry on `address` that talks HTTPS with `tls` when given.
+    pub async fn start_configured(
+        auth: RegistryAuth,
+        address: &str,
+        tls: Option<&RegistryTls>,
+    ) -> anyhow::Result<Self> {
         if !Path::new(REGISTRY_BINARY).is_file() {
             bail!(
                 "{REGISTRY_BINARY} is missing: install Debian's docker-registry package (the README test command does)"
@@ -50,6 +79,14 @@ impl OciRegistry {
             "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n  secret: e2e-not-a-secret\n",
             dir.path().join("data").display()
         );
+        // Under `http:`, which the text above ends with.
+        if let Some(tls) = tls {
+            config.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                tls.certificate.display(),
+                tls.key.display()
+            ));
+        }
         if let RegistryAuth::Htpasswd { username, password } = &auth {
             let htpasswd = dir.path().join("htpasswd");
             // bcrypt, the only hash docker-registry accepts; the password goes in on stdin.
@@ -74,6 +111,18 @@ impl OciRegistry {
                 htpasswd.display()
             ));
         }
+        if let RegistryAuth::Token {
+            realm,
+            service,
+            issuer,
+            rootcertbundle,
+        } = &auth
+        {
+            config.push_str(&format!(
+                "auth:\n  token:\n    realm: {realm}\n    service: {service}\n    issuer: {issuer}\n    rootcertbundle: {}\n",
+                rootcertbundle.display()
+            ));
+        }
         let config_path = dir.path().join("config.yml");
         std::fs::write(&config_path, config)?;
         let process = ManagedProcess::spawn(
@@ -88,11 +137,20 @@ impl OciRegistry {
         } else {
             "401"
         };
-        process
-            .wait_ready(Duration::from_secs(20), || async move {
-                Ok(crate::http_get_at(address, "/v2/").await?.0.to_string() == expected)
-            })
-            .await?;
+        if tls.is_some() {
+            // Listening is enough: the HTTPS answers are the tests' business.
+            process
+                .wait_ready(Duration::from_secs(20), || async move {
+                    Ok(tokio::net::TcpStream::connect(address).await.is_ok())
+                })
+                .await?;
+        } else {
+            process
+                .wait_ready(Duration::from_secs(20), || async move {
+                    Ok(crate::http_get_at(address, "/v2/").await?.0.to_string() == expected)
+                })
+                .await?;
+        }
         Ok(OciRegistry {
             process,
             address: address.to_string(),

@@ -120,7 +120,14 @@ async fn push_catalog_image(
 ) -> String {
     let built = bundle_tool::image::build_runnable_catalog_image(dir, server).unwrap();
     let reference = format!("{}/e2e/{name}:latest", registry.host());
-    let client = bundle_tool::image::RegistryClient::new(true, Default::default());
+    let client = bundle_tool::image::RegistryClient::new(
+        &bundle_tool::image::Transport {
+            plain_http: true,
+            ..Default::default()
+        },
+        Default::default(),
+    )
+    .expect("a plain-HTTP client");
     client
         .push(
             &bundle_tool::image::parse_reference(&reference).unwrap(),

@@ -52,9 +52,9 @@ pub struct AuditArgs {
     /// Bundles audited at the same time (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Pull image references over plain HTTP.
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for AuditArgs {
@@ -64,7 +64,7 @@ impl Action for AuditArgs {
         let targets = match Location::of(&self.target)? {
             Location::Local(path) => source::targets_in(&path, self.all_bundles)?,
             Location::Image(reference) => {
-                let image = crate::image::pull_to_temp(&reference, self.plain_http)?;
+                let image = crate::image::pull_to_temp(&reference, &self.transport.transport())?;
                 let mut targets = source::targets_in(image.root(), self.all_bundles)?;
                 for target in &mut targets {
                     if let AuditTarget::Folder { source, .. } = target {

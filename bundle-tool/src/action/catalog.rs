@@ -50,9 +50,9 @@ pub struct CatalogRenderArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "json")]
     pub output: RenderFormat,
-    /// Pull images over plain HTTP (opm's --use-http).
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for CatalogRenderArgs {
@@ -66,7 +66,7 @@ impl Action for CatalogRenderArgs {
             let (dir, image) = match Location::of_path(argument)? {
                 Location::Local(dir) => (dir, String::new()),
                 Location::Image(reference) => {
-                    let image = pulled(&reference, self.plain_http)?;
+                    let image = pulled(&reference, &self.transport.transport())?;
                     let root = image.root().to_path_buf();
                     pulled_images.push(image);
                     (root, reference)

@@ -29,9 +29,9 @@ pub struct AddArgs {
     /// bundle is carried inline, image "", as `opm render` does for folders).
     #[arg(long)]
     pub image: Option<String>,
-    /// Pull an image reference over plain HTTP.
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for AddArgs {
@@ -43,7 +43,7 @@ impl Action for AddArgs {
             replaces: Replaces::parse(&self.replaces),
             skip_range: self.skip_range.clone(),
             image: self.image.clone(),
-            plain_http: self.plain_http,
+            transport: self.transport.transport(),
         };
         Ok(Outcome::text(add::run(&addition)?))
     }

@@ -36,9 +36,9 @@ pub struct TemplateArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "json")]
     pub output: TemplateOutput,
-    /// Pull bundle images over plain HTTP (opm's --use-http).
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
     /// Render the bundle image REF from the local bundle folder DIR instead of pulling it
     /// (repeatable); the rendered `image` is still REF.
     #[arg(long = "bundle-source", value_name = "REF=DIR")]
@@ -50,7 +50,7 @@ impl Action for TemplateArgs {
         let text = template::run(
             &self.args,
             self.output.into(),
-            self.plain_http,
+            &self.transport.transport(),
             &self.bundle_sources,
         )?;
         Ok(Outcome::text(text))

@@ -40,9 +40,9 @@ pub struct CheckUpgradeArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: UpgradeFormat,
-    /// Pull image references over plain HTTP.
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
     /// Read the stored versions of OLD's CRDs from this cluster (`status.storedVersions`)
     /// instead of assuming them from OLD's files, and validate its existing custom resources
     /// against NEW's schemas, as OLM v0 does before updating a CRD.
@@ -101,7 +101,7 @@ impl CheckUpgradeArgs {
         match Location::of_path(argument)? {
             Location::Local(dir) => Ok(BundleContents::from_dir(&dir)?),
             Location::Image(reference) => {
-                let image = pulled(&reference, self.plain_http)?;
+                let image = pulled(&reference, &self.transport.transport())?;
                 let mut contents = BundleContents::from_dir(image.root())?;
                 contents.source = reference;
                 Ok(contents)
@@ -130,15 +130,15 @@ pub struct CatalogCheckUpgradesArgs {
     /// `--bundle-source`.
     #[arg(long)]
     pub pull: bool,
-    /// Pull over plain HTTP (local registries).
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for CatalogCheckUpgradesArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let mut images = upgrade::ImageBundles {
-            sources: BundleSources::new(self.plain_http),
+            sources: BundleSources::new(self.transport.transport()),
             pull: self.pull,
         };
         for spec in &self.bundle_sources {

@@ -43,7 +43,7 @@ pub use objects::ObjectsArgs;
 pub use olm_v1_rbac::{OlmV1RbacArgs, RbacFormat};
 pub use outcome::{Outcome, Output, Status};
 pub use push::{InspectArgs, PullArgs, PushAllArgs, PushArgs};
-pub use registry_args::{RegistryArgs, runtime};
+pub use registry_args::{RegistryArgs, TransportArgs, runtime};
 pub use release::{ReleaseArgs, ReleaseFormat};
 pub use run::{RunArgs, RunCleanupArgs, RunCommand, RunFormat, RunSubcommand};
 pub use serve::ServeArgs;
@@ -56,8 +56,11 @@ pub trait Action {
 }
 
 /// Pulls an image to read it as a folder; it must be a bundle or a catalog image.
-fn pulled(reference: &str, plain_http: bool) -> Result<crate::image::PulledImage, ActionError> {
-    let image = crate::image::pull_to_temp(reference, plain_http)?;
+fn pulled(
+    reference: &str,
+    transport: &crate::image::Transport,
+) -> Result<crate::image::PulledImage, ActionError> {
+    let image = crate::image::pull_to_temp(reference, transport)?;
     match image.kind {
         Some(_) => Ok(image),
         None => Err(ActionError::message(format!(

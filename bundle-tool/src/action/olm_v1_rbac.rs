@@ -35,9 +35,9 @@ pub struct OlmV1RbacArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "yaml")]
     pub output: RbacFormat,
-    /// Pull images over plain HTTP.
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for OlmV1RbacArgs {
@@ -49,7 +49,7 @@ impl Action for OlmV1RbacArgs {
             let (dir, _image) = match Location::of_path(argument)? {
                 Location::Local(dir) => (dir, None),
                 Location::Image(reference) => {
-                    let image = pulled(&reference, self.plain_http)?;
+                    let image = pulled(&reference, &self.transport.transport())?;
                     (image.root().to_path_buf(), Some(image))
                 }
             };

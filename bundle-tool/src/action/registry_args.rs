@@ -1,13 +1,43 @@
-//! The registry flags every image verb shares: plain HTTP and credentials.
+//! The registry flags every image verb shares: the transport (plain HTTP, or HTTPS and the
+//! CAs it trusts) and credentials.
 
-use crate::image::{RegistryAccess, RegistryClient, RegistrySettings};
+use std::path::PathBuf;
+
+use crate::image::{RegistryAccess, RegistryClient, RegistrySettings, Transport};
+
+/// How to reach a registry: every verb that pulls or pushes takes these.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct TransportArgs {
+    /// Talk plain HTTP (for registries on localhost).
+    #[arg(long, conflicts_with_all = ["ca_file", "insecure_skip_tls_verify"])]
+    pub plain_http: bool,
+    /// Trust the CA certificates in this PEM file for registries' HTTPS, beside the system's
+    /// store (which the SSL_CERT_FILE environment variable replaces); may be repeated.
+    #[arg(long = "ca-file", value_name = "PEM")]
+    pub ca_file: Vec<PathBuf>,
+    /// Accept any TLS certificate from registries (a throwaway test registry only: anyone on
+    /// the network path can then read and change what is pushed and pulled).
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
+}
+
+impl TransportArgs {
+    /// The settings the areas take.
+    pub fn transport(&self) -> Transport {
+        Transport {
+            plain_http: self.plain_http,
+            ca_files: self.ca_file.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+        }
+    }
+}
 
 /// How to talk to a registry.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct RegistryArgs {
-    /// Talk plain HTTP (for registries on localhost).
-    #[arg(long)]
-    pub plain_http: bool,
+    /// Plain HTTP or HTTPS, and whom HTTPS trusts.
+    #[command(flatten)]
+    pub transport: TransportArgs,
     /// User name; the password is read from standard input with --password-stdin, else auth
     /// files ($REGISTRY_AUTH_FILE, ~/.docker/config.json) are used.
     #[arg(long, requires = "password_stdin")]
@@ -22,7 +52,7 @@ impl RegistryArgs {
     /// copy, whose registry the given user name is not for).
     pub fn from_auth_files(&self) -> RegistryArgs {
         RegistryArgs {
-            plain_http: self.plain_http,
+            transport: self.transport.clone(),
             username: None,
             password_stdin: false,
         }
@@ -31,13 +61,15 @@ impl RegistryArgs {
     /// A client for the registry of `reference`; reads the password from standard input
     /// when a user name was given.
     pub fn client(&self, reference: &oci_client::Reference) -> std::io::Result<RegistryClient> {
-        Ok(self.access()?.client(reference))
+        self.access()?
+            .client(reference)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))
     }
 
     /// The settings the areas take.
     pub fn settings(&self) -> RegistrySettings {
         RegistrySettings {
-            plain_http: self.plain_http,
+            transport: self.transport.transport(),
             username: self.username.clone(),
         }
     }

@@ -201,7 +201,7 @@ impl Action for RunArgs {
             bundle: bundle.clone(),
             registry: registry.clone(),
             access: self.registry_access.access()?,
-            plain_http: self.registry_access.plain_http,
+            transport: self.registry_access.transport.transport(),
             namespace: self.namespace.clone(),
             install_mode: self.install_mode.clone(),
             approval: match self.approval {

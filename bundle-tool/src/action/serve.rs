@@ -14,15 +14,15 @@ pub struct ServeArgs {
     /// The server's own flags, as `catalog-server serve` takes them.
     #[command(flatten)]
     pub flags: ServeFlags,
-    /// Pull bundle images over plain HTTP (local registries).
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for ServeArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let puller = BundleImagePuller {
-            plain_http: self.plain_http,
+            transport: self.transport.transport(),
         };
         let config = self.flags.config(Some(Arc::new(puller)));
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -29,9 +29,9 @@ pub struct ValidateArgs {
     /// APIs become errors from that version on). Repeatable or comma-separated.
     #[arg(long, value_parser = optional_values)]
     pub optional_values: Vec<String>,
-    /// Pull an image reference over plain HTTP.
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach registries: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: ValidateFormat,
@@ -54,7 +54,7 @@ impl Action for ValidateArgs {
         let (report, shown) = match Location::of_path(&self.dir)? {
             Location::Local(dir) => (crate::validate::validate_bundle_with(&dir, &optional), dir),
             Location::Image(reference) => {
-                let image = pulled(&reference, self.plain_http)?;
+                let image = pulled(&reference, &self.transport.transport())?;
                 let root = image.root().to_path_buf();
                 (
                     crate::validate::validate_bundle_with(&root, &optional),

@@ -32,8 +32,8 @@ pub struct Addition {
     /// For a bundle folder: the pull spec to record as the bundle's `image` (without it the
     /// bundle is carried inline, image "", as `opm render` does for folders).
     pub image: Option<String>,
-    /// Pull an image reference over plain HTTP.
-    pub plain_http: bool,
+    /// How to pull an image reference.
+    pub transport: crate::image::Transport,
 }
 
 /// What a new channel entry replaces.
@@ -105,7 +105,7 @@ fn render_argument(args: &Addition) -> Result<Bundle, EditError> {
         return Err(EditError::ImageForReference(args.bundle.clone()));
     }
     location?;
-    Ok(BundleSources::new(args.plain_http).render_image(&args.bundle)?)
+    Ok(BundleSources::new(args.transport.clone()).render_image(&args.bundle)?)
 }
 
 /// Whether `config` has `bundle` exactly as rendered, with an entry of `skip_range` for it in

@@ -74,17 +74,17 @@ pub struct BundleSources {
     /// Image reference → its bundle as a catalog already renders it (re-rendering a
     /// catalog's own bundles needs neither a registry nor their folders).
     known: BTreeMap<String, Bundle>,
-    /// Pull over plain HTTP (local registries), like opm's `--use-http`.
-    plain_http: bool,
+    /// Plain HTTP (local registries, like opm's `--use-http`) or HTTPS and whom it trusts.
+    transport: crate::image::Transport,
 }
 
 impl BundleSources {
-    /// Sources that pull every image (over plain HTTP when `plain_http`).
-    pub fn new(plain_http: bool) -> Self {
+    /// Sources that pull every image over `transport`.
+    pub fn new(transport: crate::image::Transport) -> Self {
         BundleSources {
             local: BTreeMap::new(),
             known: BTreeMap::new(),
-            plain_http,
+            transport,
         }
     }
 
@@ -136,7 +136,7 @@ impl BundleSources {
 
     /// Pulls a bundle image into a temporary folder (removed when the value is dropped).
     fn pull(&self, reference: &str) -> Result<crate::image::PulledImage, BundleSourceError> {
-        let image = crate::image::pull_to_temp(reference, self.plain_http).map_err(|error| {
+        let image = crate::image::pull_to_temp(reference, &self.transport).map_err(|error| {
             BundleSourceError::Pull {
                 reference: reference.to_string(),
                 error,

@@ -1,14 +1,14 @@
-//! How to talk to registries: plain HTTP or not, and whose credentials, as settings any
-//! caller can fill in (the command line's flags are one way), and with the password read
-//! once, clients for any number of registries.
+//! How to talk to registries: the transport (plain HTTP, or HTTPS and whom to trust) and
+//! whose credentials, as settings any caller can fill in (the command line's flags are one
+//! way), and with the password read once, clients for any number of registries.
 
-use super::{Credentials, RegistryClient};
+use super::{Credentials, RegistryClient, Transport, TransportError};
 
 /// Transport and credentials, as given.
 #[derive(Clone, Debug, Default)]
 pub struct RegistrySettings {
-    /// Talk plain HTTP (for registries on localhost).
-    pub plain_http: bool,
+    /// Plain HTTP or HTTPS, and the CAs HTTPS trusts.
+    pub transport: Transport,
     /// User name; its password is read from standard input.
     pub username: Option<String>,
 }
@@ -27,7 +27,7 @@ impl RegistrySettings {
             None => None,
         };
         Ok(RegistryAccess {
-            plain_http: self.plain_http,
+            transport: self.transport.clone(),
             basic,
         })
     }
@@ -36,13 +36,17 @@ impl RegistrySettings {
 /// [`RegistrySettings`] with the password already read: clients for any number of registries.
 #[derive(Clone)]
 pub struct RegistryAccess {
-    plain_http: bool,
+    transport: Transport,
     basic: Option<(String, String)>,
 }
 
 impl RegistryAccess {
-    /// A client for the registry of `reference`: the given user, else the auth files.
-    pub fn client(&self, reference: &oci_client::Reference) -> RegistryClient {
+    /// A client for the registry of `reference`: the given user, else the auth files; fails
+    /// on a CA file that cannot be used, naming it.
+    pub fn client(
+        &self,
+        reference: &oci_client::Reference,
+    ) -> Result<RegistryClient, TransportError> {
         let credentials = match &self.basic {
             Some((username, password)) => Credentials::Basic {
                 username: username.clone(),
@@ -50,6 +54,11 @@ impl RegistryAccess {
             },
             None => Credentials::from_auth_files(reference.registry()),
         };
-        RegistryClient::new(self.plain_http, credentials)
+        RegistryClient::new(&self.transport, credentials)
+    }
+
+    /// The transport the clients use.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
     }
 }

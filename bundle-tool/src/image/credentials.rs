@@ -94,6 +94,14 @@ impl Credentials {
         })
     }
 
+    /// Who these credentials are, for messages: the user name, or `anonymous`.
+    pub fn who(&self) -> String {
+        match self {
+            Credentials::Anonymous => "anonymous".into(),
+            Credentials::Basic { username, .. } => format!("user {username}"),
+        }
+    }
+
     /// The same credentials as oci-client takes them.
     pub(super) fn auth(&self) -> RegistryAuth {
         match self {

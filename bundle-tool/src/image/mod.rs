@@ -18,6 +18,7 @@ mod registry;
 mod retry;
 mod rootfs;
 mod session;
+mod transport;
 mod unpack;
 
 pub use access::{RegistryAccess, RegistrySettings};
@@ -42,6 +43,7 @@ pub use pull::{
 pub use reference::parse_reference;
 pub use registry::{BlobsPushed, RegistryClient};
 pub use rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
+pub use transport::{Transport, TransportError};
 pub use unpack::{unpack_layer, unpack_layers};
 
 use sha2::{Digest, Sha256};

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::unpack::unpack_layers;
-use super::{CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, parse_reference};
+use super::{
+    CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, Transport, TransportError, parse_reference,
+};
 
 /// The label every bundle image carries (opm checks it too).
 pub const BUNDLE_PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
@@ -34,6 +36,9 @@ pub enum PullError {
     /// The image config is not JSON.
     #[error("the image config is not JSON: {0}")]
     Config(#[from] serde_json::Error),
+    /// A CA file cannot be used.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
     /// The temporary folder could not be made.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -58,9 +63,9 @@ impl PulledImage {
 }
 
 /// Pulls `reference` (credentials from the auth files) and unpacks its layers.
-pub fn pull_to_temp(reference: &str, plain_http: bool) -> Result<PulledImage, PullError> {
+pub fn pull_to_temp(reference: &str, transport: &Transport) -> Result<PulledImage, PullError> {
     let parsed = parse_reference(reference).map_err(PullError::Reference)?;
-    let client = RegistryClient::new(plain_http, Credentials::from_auth_files(parsed.registry()));
+    let client = RegistryClient::new(transport, Credentials::from_auth_files(parsed.registry()))?;
     let image = block_on(client.pull(&parsed))?.map_err(PullError::Registry)?;
     let config: serde_json::Value = serde_json::from_slice(&image.config)?;
     let folder = tempfile::tempdir()?;
@@ -105,8 +110,8 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, std::i
 /// for the registry client it does not carry itself.
 #[derive(Debug)]
 pub struct BundleImagePuller {
-    /// Talk plain HTTP to the registry (local registries).
-    pub plain_http: bool,
+    /// Plain HTTP or HTTPS, and whom HTTPS trusts.
+    pub transport: Transport,
 }
 
 impl crate::serve::PullBundle for BundleImagePuller {
@@ -115,7 +120,7 @@ impl crate::serve::PullBundle for BundleImagePuller {
         reference: &str,
     ) -> Result<crate::serve::PulledBundle, crate::serve::BundleManifestsError> {
         use crate::serve::BundleManifestsError;
-        let image = pull_to_temp(reference, self.plain_http).map_err(|error| match error {
+        let image = pull_to_temp(reference, &self.transport).map_err(|error| match error {
             PullError::Reference(_) => BundleManifestsError::Reference(error.into()),
             PullError::Unpack(_) => BundleManifestsError::Unpack {
                 reference: reference.to_string(),

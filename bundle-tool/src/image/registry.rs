@@ -8,12 +8,13 @@
 //! loads the system's CA certificates.
 
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
 use serde_json::Value;
 
 use super::credentials::Credentials;
 use super::retry::with_backoff;
 use super::session::{Access, ExchangeError, Session};
+use super::transport::{Transport, TransportError, untrusted_certificate};
 use super::{Blob, BuiltImage, MANIFEST_MEDIA_TYPE, Platform, digest};
 
 /// What [`RegistryClient::push_blobs`] did: `true` when the blobs are in the registry (our
@@ -24,7 +25,8 @@ pub struct BlobsPushed(bool);
 /// A client for one registry protocol (HTTPS, or plain HTTP for local registries).
 pub struct RegistryClient {
     plain_http: bool,
-    /// Built on first use: building it loads the system's CA certificates.
+    /// Over HTTPS, built with the client; over plain HTTP, on first use (a plain-HTTP push
+    /// never needs it).
     client: std::sync::OnceLock<Client>,
     /// Plain-HTTP sessions by registry host, shared by every push of this client.
     sessions: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Session>>>,
@@ -33,8 +35,17 @@ pub struct RegistryClient {
     pub attempts: u32,
 }
 
-/// Whether an error is worth another try: server errors and broken connections, not refusals.
+/// Whether an error is worth another try: server errors and broken connections, not refusals
+/// (a token server's, a registry's, or an untrusted certificate).
 fn transient(error: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::OciDistributionError as E;
+    if matches!(
+        error,
+        E::AuthenticationFailure(_) | E::UnauthorizedError { .. }
+    ) || untrusted_certificate("", error).is_some()
+    {
+        return false;
+    }
     let text = error.to_string();
     let refused = text.contains("401")
         || text.contains("403")
@@ -44,31 +55,61 @@ fn transient(error: &oci_client::errors::OciDistributionError) -> bool {
 }
 
 impl RegistryClient {
-    /// A client; `plain_http` for registries without TLS (e.g. on localhost).
-    pub fn new(plain_http: bool, credentials: Credentials) -> Self {
-        RegistryClient {
-            plain_http,
-            client: std::sync::OnceLock::new(),
+    /// A client over `transport`; fails on a CA file it cannot use, naming it.
+    pub fn new(transport: &Transport, credentials: Credentials) -> Result<Self, TransportError> {
+        let client = std::sync::OnceLock::new();
+        if !transport.plain_http {
+            transport.warn_if_insecure();
+            let config = ClientConfig {
+                protocol: ClientProtocol::Https,
+                extra_root_certificates: transport
+                    .ca_certificates()?
+                    .into_iter()
+                    .map(|der| oci_client::client::Certificate {
+                        encoding: oci_client::client::CertificateEncoding::Der,
+                        data: der.to_vec(),
+                    })
+                    .collect(),
+                accept_invalid_certificates: transport.insecure_skip_tls_verify,
+                ..Self::config()
+            };
+            // `Client::new` would fall back to a default client, silently dropping the CAs.
+            let built = Client::try_from(config).map_err(|error| TransportError::Client {
+                files: transport
+                    .ca_files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: WithCauses(error).to_string(),
+            })?;
+            let _ = client.set(built);
+        }
+        Ok(RegistryClient {
+            plain_http: transport.plain_http,
+            client,
             sessions: Default::default(),
             credentials,
             attempts: 6,
+        })
+    }
+
+    /// The settings both transports share.
+    fn config() -> ClientConfig {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        ClientConfig {
+            // Bundle blobs are small: one PUT each instead of a chunked PATCH sequence.
+            use_monolithic_push: true,
+            ..Default::default()
         }
     }
 
     fn client(&self) -> &Client {
         self.client.get_or_init(|| {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let config = ClientConfig {
-                protocol: if self.plain_http {
-                    ClientProtocol::Http
-                } else {
-                    ClientProtocol::Https
-                },
-                // Bundle blobs are small: one PUT each instead of a chunked PATCH sequence.
-                use_monolithic_push: true,
-                ..Default::default()
-            };
-            Client::new(config)
+            Client::new(ClientConfig {
+                protocol: ClientProtocol::Http,
+                ..Self::config()
+            })
         })
     }
 
@@ -84,22 +125,75 @@ impl RegistryClient {
             .clone()
     }
 
-    /// Retries an oci-client exchange with the shared backoff; 401/403/404 are final.
-    async fn retry<T, F, Fut>(&self, what: &str, mut operation: F) -> anyhow::Result<T>
+    /// Retries an oci-client exchange on `reference`'s registry with the shared backoff;
+    /// 401/403/404 are final, but a 401 first gets one fresh token: a bearer token can
+    /// expire between oci-client's check of its cached expiry and the registry's (a clock a
+    /// second apart, a long upload), and oci-client does not ask again by itself. An
+    /// untrusted certificate is reported with how to trust it.
+    async fn retry<T, F, Fut>(
+        &self,
+        reference: &Reference,
+        operation_kind: RegistryOperation,
+        what: &str,
+        mut operation: F,
+    ) -> anyhow::Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, oci_client::errors::OciDistributionError>>,
     {
-        with_backoff(
-            self.attempts,
-            what,
-            |e: &WithCauses| transient(&e.0),
-            || {
-                let attempt = operation();
-                async move { attempt.await.map_err(WithCauses) }
-            },
-        )
-        .await
+        let mut renewed = false;
+        loop {
+            // Whether the last failure was a 401.
+            let refused = std::sync::atomic::AtomicBool::new(false);
+            let result = with_backoff(
+                self.attempts,
+                what,
+                |e: &WithCauses| transient(&e.0),
+                || {
+                    let attempt = operation();
+                    let refused = &refused;
+                    async move {
+                        attempt.await.map_err(|error| {
+                            refused
+                                .store(unauthorized(&error), std::sync::atomic::Ordering::Relaxed);
+                            WithCauses(error)
+                        })
+                    }
+                },
+            )
+            .await;
+            let Err(error) = result else {
+                return result;
+            };
+            if let Some(refusal) = untrusted_certificate(reference.resolve_registry(), &*error) {
+                anyhow::bail!("{what}: {refusal}");
+            }
+            if refused.load(std::sync::atomic::Ordering::Relaxed) && !self.plain_http && !renewed {
+                renewed = true;
+                tracing::debug!("{what}: the registry refused the token; asking for a new one");
+                let auth = self.credentials.auth();
+                if self
+                    .client()
+                    .auth(reference, &auth, operation_kind)
+                    .await
+                    .is_ok()
+                {
+                    continue;
+                }
+            }
+            if refused.load(std::sync::atomic::Ordering::Relaxed)
+                && operation_kind == RegistryOperation::Push
+            {
+                anyhow::bail!(
+                    "denied: the registry {} refused to let {} push to {} ({error:#}); the \
+                     token its auth server gave holds no push access to that repository",
+                    reference.resolve_registry(),
+                    self.credentials.who(),
+                    reference.repository()
+                );
+            }
+            return Err(error);
+        }
     }
 
     /// Pushes `image` to `reference`; returns the digest the registry reports, which must be
@@ -234,9 +328,9 @@ impl RegistryClient {
         self.client()
             .store_auth_if_needed(reference.resolve_registry(), &auth)
             .await;
-        self.retry("authenticating", || {
+        self.retry(reference, RegistryOperation::Push, "authenticating", || {
             self.client()
-                .auth(reference, &auth, oci_client::RegistryOperation::Push)
+                .auth(reference, &auth, RegistryOperation::Push)
         })
         .await?;
         // A progress bar of bytes, only for a person watching a terminal (never in CI logs).
@@ -255,13 +349,16 @@ impl RegistryClient {
         };
         for blob in &blobs {
             let exists = self
-                .retry("checking a blob", || {
-                    self.client().blob_exists(reference, blob.digest())
-                })
+                .retry(
+                    reference,
+                    RegistryOperation::Pull,
+                    "checking a blob",
+                    || self.client().blob_exists(reference, blob.digest()),
+                )
                 .await?;
             if !exists {
                 let data = blob.bytes()?;
-                self.retry("pushing a blob", || {
+                self.retry(reference, RegistryOperation::Push, "pushing a blob", || {
                     self.client()
                         .push_blob(reference, data.clone(), blob.digest())
                 })
@@ -272,15 +369,23 @@ impl RegistryClient {
         progress.finish_and_clear();
         let manifest = bytes::Bytes::from(image.manifest.clone());
         let content_type = http::HeaderValue::from_str(&image.media_type())?;
-        self.retry("pushing the manifest", || {
-            self.client()
-                .push_manifest_raw(reference, manifest.clone(), content_type.clone())
-        })
+        self.retry(
+            reference,
+            RegistryOperation::Push,
+            "pushing the manifest",
+            || {
+                self.client()
+                    .push_manifest_raw(reference, manifest.clone(), content_type.clone())
+            },
+        )
         .await?;
         let reported = self
-            .retry("verifying the pushed digest", || {
-                self.client().fetch_manifest_digest(reference, &auth)
-            })
+            .retry(
+                reference,
+                RegistryOperation::Pull,
+                "verifying the pushed digest",
+                || self.client().fetch_manifest_digest(reference, &auth),
+            )
             .await?;
         let expected = image.digest();
         anyhow::ensure!(
@@ -343,18 +448,23 @@ impl RegistryClient {
     async fn pull_manifest(&self, reference: &Reference) -> anyhow::Result<Vec<u8>> {
         let auth = self.credentials.auth();
         let (manifest, reported) = self
-            .retry("pulling the manifest", || {
-                self.client().pull_manifest_raw(
-                    reference,
-                    &auth,
-                    &[
-                        MANIFEST_MEDIA_TYPE,
-                        "application/vnd.docker.distribution.manifest.v2+json",
-                        super::INDEX_MEDIA_TYPE,
-                        super::DOCKER_LIST_MEDIA_TYPE,
-                    ],
-                )
-            })
+            .retry(
+                reference,
+                RegistryOperation::Pull,
+                "pulling the manifest",
+                || {
+                    self.client().pull_manifest_raw(
+                        reference,
+                        &auth,
+                        &[
+                            MANIFEST_MEDIA_TYPE,
+                            "application/vnd.docker.distribution.manifest.v2+json",
+                            super::INDEX_MEDIA_TYPE,
+                            super::DOCKER_LIST_MEDIA_TYPE,
+                        ],
+                    )
+                },
+            )
             .await?;
         anyhow::ensure!(
             digest(&manifest) == reported || reported.is_empty(),
@@ -378,7 +488,7 @@ impl RegistryClient {
         let parsed: Value = serde_json::from_slice(&manifest)?;
         let fetch = |d: String| async move {
             let out = self
-                .retry("pulling a blob", || {
+                .retry(reference, RegistryOperation::Pull, "pulling a blob", || {
                     let d = d.clone();
                     async move {
                         let mut out = Vec::new();
@@ -415,6 +525,20 @@ impl RegistryClient {
             layers,
             children: Vec::new(),
         })
+    }
+}
+
+/// Whether the registry answered 401: the token (or the lack of one) does not allow it.
+fn unauthorized(error: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::{OciDistributionError as E, OciErrorCode};
+    match error {
+        E::UnauthorizedError { .. } => true,
+        E::ServerError { code, .. } => *code == 401,
+        E::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .any(|e| e.code == OciErrorCode::Unauthorized),
+        _ => false,
     }
 }
 

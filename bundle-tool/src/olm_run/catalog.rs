@@ -96,12 +96,12 @@ pub struct UpgradeEdge {
 /// The catalog image `previous` (pulled back) with `bundle` replacing `installed`.
 pub fn upgraded_catalog(
     previous: &str,
-    plain_http: bool,
+    transport: &image::Transport,
     bundle: &RunBundle,
     installed: &str,
 ) -> Result<UpgradeEdge, RunError> {
     with_upgrade(
-        pulled_catalog(previous, plain_http)?,
+        pulled_catalog(previous, transport)?,
         previous,
         bundle,
         installed,
@@ -109,11 +109,11 @@ pub fn upgraded_catalog(
 }
 
 /// `image` pulled and unpacked into a temporary folder (a catalog image: its configs).
-pub fn pull(image: &str, plain_http: bool) -> Result<image::PulledImage, RunError> {
+pub fn pull(image: &str, transport: &image::Transport) -> Result<image::PulledImage, RunError> {
     // pull_to_temp runs its own runtime: on a thread of its own, outside the caller's.
     std::thread::scope(|scope| {
         scope
-            .spawn(|| image::pull_to_temp(image, plain_http))
+            .spawn(|| image::pull_to_temp(image, transport))
             .join()
             .unwrap_or_else(|_| {
                 Err(image::PullError::Io(std::io::Error::other(
@@ -128,8 +128,11 @@ pub fn pull(image: &str, plain_http: bool) -> Result<image::PulledImage, RunErro
 }
 
 /// The catalog of the catalog image `previous`.
-pub fn pulled_catalog(previous: &str, plain_http: bool) -> Result<DeclarativeConfig, RunError> {
-    let pulled = pull(previous, plain_http)?;
+pub fn pulled_catalog(
+    previous: &str,
+    transport: &image::Transport,
+) -> Result<DeclarativeConfig, RunError> {
+    let pulled = pull(previous, transport)?;
     declcfg::load_dir(pulled.root()).map_err(|error| RunError::Load {
         image: previous.to_string(),
         error,
@@ -189,6 +192,10 @@ pub async fn push_image(
     })?;
     access
         .client(&reference)
+        .map_err(|error| RunError::Push {
+            image: target.clone(),
+            error: error.into(),
+        })?
         .push(&reference, image)
         .await
         .map_err(|error| RunError::Push {

@@ -24,8 +24,8 @@ pub struct RunRequest {
     pub registry: String,
     /// How to push there (and pull back from there on `--upgrade`).
     pub access: RegistryAccess,
-    /// Whether the registry talks plain HTTP (for the pull back).
-    pub plain_http: bool,
+    /// How the registry is reached (for the pull back).
+    pub transport: crate::image::Transport,
     /// The namespace (else the kubeconfig's).
     pub namespace: Option<String>,
     /// The install mode asked for.
@@ -275,7 +275,7 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
                 namespace: names.namespace.clone(),
             });
         }
-        let edge = catalog::upgraded_catalog(&previous, request.plain_http, &bundle, &installed)?;
+        let edge = catalog::upgraded_catalog(&previous, &request.transport, &bundle, &installed)?;
         if let Some(line) = edge.added_edge {
             steps.push(
                 "note",

@@ -74,7 +74,7 @@ pub(super) async fn install(
                     .map(str::to_string)
             })
             .ok_or_else(nothing)?;
-        let config = catalog::pulled_catalog(&previous, request.plain_http)?;
+        let config = catalog::pulled_catalog(&previous, &request.transport)?;
         let old_image = config
             .bundles
             .iter()
@@ -82,7 +82,7 @@ pub(super) async fn install(
             .map(|b| b.image.clone())
             .filter(|image| !image.is_empty())
             .ok_or_else(nothing)?;
-        let old = catalog::pull(&old_image, request.plain_http)?;
+        let old = catalog::pull(&old_image, &request.transport)?;
         installer_of.insert(0, RegistryV1::read(old.root())?);
         upgrade_from = Some((previous, installed, config));
     }

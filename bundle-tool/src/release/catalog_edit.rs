@@ -228,7 +228,7 @@ fn edit_template(
         }
     }
     // Known bundles render as the catalog has them: offline, and exactly what is released.
-    let mut sources = BundleSources::new(false);
+    let mut sources = BundleSources::new(Default::default());
     for known in &package.bundles {
         sources.add_rendered(known.clone());
     }

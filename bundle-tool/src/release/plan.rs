@@ -313,9 +313,7 @@ impl Plan {
         } else {
             words.push(format!("--oci-layout {}", self.oci_layout.display()));
         }
-        if self.registry.plain_http {
-            words.push("--plain-http".into());
-        }
+        words.extend(self.registry.transport.flags());
         if let Some(user) = &self.registry.username {
             words.push(format!("--username {user} --password-stdin"));
         }

@@ -73,12 +73,18 @@ impl Registries {
             .enable_all()
             .build()
             .map_err(|e| push_error(&bundle_reference, e.to_string()))?;
-        let bundle_client = Arc::new(access.client(&bundle_target));
+        let client = |target: &Reference, shown: &str| {
+            access
+                .client(target)
+                .map(Arc::new)
+                .map_err(|e| push_error(shown, e.to_string()))
+        };
+        let bundle_client = client(&bundle_target, &bundle_reference)?;
         let catalog_client =
             if catalog_target.resolve_registry() == bundle_target.resolve_registry() {
                 bundle_client.clone()
             } else {
-                Arc::new(access.client(&catalog_target))
+                client(&catalog_target, &plan.catalog_image)?
             };
         // The ping, then upload sessions for the small blobs. What fails here fails again,
         // and is reported, when the push asks.

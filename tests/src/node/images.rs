@@ -144,10 +144,17 @@ pub async fn push_programs(
 pub(crate) async fn push(registry: &str, name: &str, image: &BuiltImage) -> anyhow::Result<String> {
     let reference = format!("{registry}/{name}");
     let parsed = parse_reference(&reference)?;
-    RegistryClient::new(true, Credentials::Anonymous)
-        .push(&parsed, image)
-        .await
-        .with_context(|| format!("pushing {reference}"))?;
+    RegistryClient::new(
+        &bundle_tool::image::Transport {
+            plain_http: true,
+            ..Default::default()
+        },
+        Credentials::Anonymous,
+    )
+    .expect("a plain-HTTP client")
+    .push(&parsed, image)
+    .await
+    .with_context(|| format!("pushing {reference}"))?;
     Ok(reference)
 }
 

@@ -81,12 +81,11 @@ pub enum TemplateFormat {
 
 /// Runs `catalog template`: the rendered catalog as text, or an error naming the file.
 /// `args` is `[TYPE] FILE` as given (the type detected from the file's `schema` when left
-/// out; `-` for standard input); bundle images are pulled (over plain HTTP with
-/// `plain_http`) unless `bundle_sources` (`REF=DIR`) maps them to folders.
+/// out; `-` for standard input); bundle images are pulled over `transport` unless `bundle_sources` (`REF=DIR`) maps them to folders.
 pub fn run(
     args: &[String],
     output: TemplateFormat,
-    plain_http: bool,
+    transport: &crate::image::Transport,
     bundle_sources: &[String],
 ) -> Result<String, TemplateError> {
     let (kind, file) = match args {
@@ -103,7 +102,7 @@ pub fn run(
         ),
         _ => return Err(TemplateError::Usage),
     };
-    let mut sources = BundleSources::new(plain_http);
+    let mut sources = BundleSources::new(transport.clone());
     for spec in bundle_sources {
         sources.add_mapping(spec, Path::new(""))?;
     }
