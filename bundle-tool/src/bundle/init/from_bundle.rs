@@ -121,7 +121,17 @@ pub fn plan(dir: &Path, options: &InitOptions) -> Result<Plan, InitError> {
     if let Some(default) =
         annotations["operators.operatorframework.io.bundle.channel.default.v1"].as_str()
     {
-        entries.push(Entry::value("defaultChannel", default));
+        let entry = Entry::value("defaultChannel", default);
+        entries.push(if channels.iter().any(|c| c == default) {
+            entry
+        } else {
+            // generate refuses a default channel the bundle does not join; the catalog's
+            // default channel is what OLM reads, so the author decides.
+            entry.for_the_author(format!(
+                "the bundle names {default} as the default channel but joins only {}",
+                channels.join(", ")
+            ))
+        });
     }
     let spec = &csv["spec"];
     if let Some(replaces) = spec["replaces"].as_str() {

@@ -108,7 +108,6 @@ pub fn plan(
     let supported: Vec<&str> = MODES.iter().copied().filter(|m| modes.modes[*m]).collect();
     found.push(format!("modes     {}", supported.join(", ")));
     found.push(format!("images    {}", images(&deployments).join(", ")));
-    found.push(format!("samples   {}", samples.len()));
 
     let mut files = Vec::new();
     if !left_out.is_empty() {
@@ -146,6 +145,8 @@ pub fn plan(
             }
         }
     };
+
+    found.push(format!("samples   {}", samples.len()));
 
     let channels = vec!["alpha".to_string()];
     let mut entries = vec![
