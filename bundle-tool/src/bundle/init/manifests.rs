@@ -454,8 +454,8 @@ spec: {size: 1}
         assert_eq!(config.package, "widget-operator");
         assert_eq!(config.version, "2.3.4");
         assert_eq!(config.csv.display_name, "Widget Operator");
-        assert_eq!(config.csv.install_modes["OwnNamespace"], true);
-        assert_eq!(config.csv.install_modes["AllNamespaces"], false);
+        assert!(config.csv.install_modes["OwnNamespace"]);
+        assert!(!config.csv.install_modes["AllNamespaces"]);
         assert!(config.csv.provider.is_none() && config.release.is_none());
         assert_eq!(
             config.csv.annotations["operatorframework.io/suggested-namespace"],
