@@ -38,6 +38,16 @@ enum Command {
         "bundle-tool generate --version 0.2.0 --replaces redis-operator.v0.1.0",
     ))]
     Generate(action::GenerateArgs),
+    /// Write a first bundle-tool.yaml from an operator's manifests (YAML, `kustomize build`,
+    /// `helm template`) or from a published bundle; what only the author can say is left
+    /// commented out and listed.
+    #[command(after_help = examples!(
+        "bundle-tool init --manifests config/manifests.yaml --registry quay.io/me",
+        "helm template my-operator ./chart | bundle-tool init --manifests -",
+        "kustomize build config/default | bundle-tool init --manifests - --version 0.1.0",
+        "bundle-tool init --from-bundle bundle/ --config migrated/bundle-tool.yaml",
+    ))]
+    Init(action::InitArgs),
     /// Serve a file-based catalog over OLM's registry gRPC API, like `opm serve`, with hot
     /// reload and an optional HTTP view.
     #[command(after_help = examples!(
@@ -241,6 +251,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Generate(args) => finish(args.run()),
+        Command::Init(args) => finish(args.run()),
         Command::Serve(args) => {
             bundle_tool::heap::limit_malloc_arenas();
             bundle_tool::heap::merge_small_frees();

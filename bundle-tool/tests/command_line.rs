@@ -56,6 +56,7 @@ fn man_page_is_roff_and_one_page_per_verb_can_be_written() {
 fn every_verb_help_has_examples() {
     let verbs: &[&[&str]] = &[
         &["generate"],
+        &["init"],
         &["serve"],
         &["validate"],
         &["build"],

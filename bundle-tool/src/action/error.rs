@@ -32,6 +32,9 @@ pub enum ActionError {
     /// The manifests, samples or icon of a bundle could not be read.
     #[error(transparent)]
     Inputs(#[from] InputsError),
+    /// `init` could not write a config.
+    #[error(transparent)]
+    Init(#[from] crate::bundle::init::InitError),
     /// The manifests cannot make a bundle.
     #[error(transparent)]
     Generate(#[from] GenerateError),

@@ -253,7 +253,13 @@ impl GenerateConfig {
             path: path.into(),
             error,
         })?;
-        let mut config: GenerateConfig = serde_saphyr::from_str(&text).map_err(|e| {
+        Self::parse(&text, path)
+    }
+
+    /// Reads a config's text as if from the file `path` (which need not exist yet: `init`
+    /// checks what it is about to write); relative paths are resolved against its folder.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let mut config: GenerateConfig = serde_saphyr::from_str(text).map_err(|e| {
             let location = e.location();
             ConfigError::Invalid {
                 path: path.into(),

@@ -5,6 +5,7 @@
 pub mod annotations;
 pub mod config;
 pub mod generate;
+pub mod init;
 pub mod inputs;
 pub mod read;
 pub mod write;
