@@ -40,9 +40,9 @@ pub struct InitArgs {
     /// Replace the config (and the files init writes beside it) if they exist.
     #[arg(long)]
     pub force: bool,
-    /// Pull a bundle image over plain HTTP.
-    #[arg(long)]
-    pub plain_http: bool,
+    /// How to reach the registry of a bundle image: plain HTTP, or HTTPS and the CAs it trusts.
+    #[command(flatten)]
+    pub transport: super::TransportArgs,
 }
 
 impl Action for InitArgs {
@@ -76,7 +76,7 @@ impl Action for InitArgs {
             (None, Some(bundle)) => match Location::of_path(bundle)? {
                 Location::Local(dir) => init::from_bundle::plan(&dir, &options)?,
                 Location::Image(reference) => {
-                    let image = pulled(&reference, self.plain_http)?;
+                    let image = pulled(&reference, &self.transport.transport())?;
                     init::from_bundle::plan(image.root(), &options)?
                 }
             },
