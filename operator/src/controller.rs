@@ -316,6 +316,7 @@ async fn apply(cluster: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
     let mut observed = Observed::from_stateful_set(cluster.spec.replicas, Some(&set));
     observed.primary = Some(outcome.primary.clone());
     observed.replication_problem = outcome.problem.clone();
+    observed.node_spread = Some(status::node_spread(&pods));
     write_status(cluster, ctx, &observed, None).await?;
     let next = if observed.converged() {
         if ctx.manage_replication {

@@ -13,6 +13,9 @@ use crate::api::{v1, v1alpha1};
 
 /// The CRD's name.
 pub const CRD_NAME: &str = "redisclusters.cache.example.com";
+/// The CRD's short name (`kubectl get rcl`): no built-in API of Kubernetes uses it, unlike
+/// `rc` (ReplicationControllers), which kubectl resolves to the core API first.
+pub const SHORT_NAME: &str = "rcl";
 /// The path the operator serves ConversionReviews on.
 pub const CONVERSION_PATH: &str = "/convert";
 
@@ -126,7 +129,39 @@ mod tests {
         assert_eq!(crd.spec.group, "cache.example.com");
         assert_eq!(crd.spec.scope, "Namespaced");
         assert_eq!(crd.spec.names.kind, "RedisCluster");
-        assert_eq!(crd.spec.names.short_names, Some(vec!["rc".to_string()]));
+        // Not `rc`: kubectl resolves that to the core API's ReplicationControllers first.
+        assert_eq!(
+            crd.spec.names.short_names,
+            Some(vec![SHORT_NAME.to_string()])
+        );
+    }
+
+    #[test]
+    fn both_versions_carry_the_pods_scheduling_fields_with_the_core_schemas() {
+        for version in ["v1alpha1", "v1"] {
+            let spec = &schema(version)["properties"]["spec"]["properties"];
+            assert_eq!(
+                spec["nodeSelector"]["additionalProperties"]["type"], "string",
+                "{version}"
+            );
+            assert!(
+                spec["tolerations"]["items"]["properties"]["tolerationSeconds"].is_object(),
+                "{version}"
+            );
+            for part in ["nodeAffinity", "podAffinity", "podAntiAffinity"] {
+                assert!(
+                    spec["affinity"]["properties"][part].is_object(),
+                    "{version} affinity.{part}"
+                );
+            }
+            let constraint = &spec["topologySpreadConstraints"]["items"];
+            assert_eq!(
+                constraint["required"],
+                json!(["maxSkew", "topologyKey", "whenUnsatisfiable"]),
+                "{version}"
+            );
+            assert_eq!(spec["priorityClassName"]["type"], "string", "{version}");
+        }
     }
 
     #[test]

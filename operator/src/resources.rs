@@ -4,6 +4,9 @@
 //! functions of the custom resource and of what the operator decided (the primary), so they
 //! are tested without a cluster.
 //!
+//! Where the pods run is [`scheduling`]'s: the spec's scheduling fields and the default
+//! spreading over nodes.
+//!
 //! Passwords never reach a command line: the start script writes them into a config file in
 //! the pod's memory-backed `/run/redis` (the client password only as its SHA-256, an ACL
 //! `#hash`), and probes authenticate through `REDISCLI_AUTH`.
@@ -18,6 +21,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::api::v1::{RedisCluster, RedisVersion};
+
+pub mod scheduling;
 
 /// Redis's client port.
 pub const REDIS_PORT: i32 = 6379;
@@ -390,6 +395,16 @@ pub fn stateful_set(cluster: &RedisCluster, inputs: &SetInputs) -> StatefulSet {
     if let Some(version) = &inputs.password_version {
         pod_annotations.insert(PASSWORD_VERSION_ANNOTATION.to_string(), version.clone());
     }
+    let mut pod_spec = json!({
+        "containers": containers,
+        "volumes": volumes,
+        "securityContext": {"fsGroup": 999},
+        "terminationGracePeriodSeconds": 30,
+    });
+    pod_spec
+        .as_object_mut()
+        .expect("an object")
+        .extend(scheduling::pod_spec_fields(spec, &name));
     from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -403,12 +418,7 @@ pub fn stateful_set(cluster: &RedisCluster, inputs: &SetInputs) -> StatefulSet {
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": pod_annotations},
-                "spec": {
-                    "containers": containers,
-                    "volumes": volumes,
-                    "securityContext": {"fsGroup": 999},
-                    "terminationGracePeriodSeconds": 30,
-                },
+                "spec": pod_spec,
             },
             "volumeClaimTemplates": claim_templates,
         },
@@ -470,6 +480,51 @@ mod tests {
                 .requests
                 .is_some()
         );
+    }
+
+    #[test]
+    fn the_pod_template_spreads_by_default_and_carries_the_scheduling_fields() {
+        let bare = stateful_set(&cluster(json!({"replicas": 3})), &inputs(3));
+        let pod = bare.spec.unwrap().template.spec.unwrap();
+        assert_eq!(
+            pod.affinity,
+            Some(k8s_openapi::api::core::v1::Affinity {
+                pod_anti_affinity: Some(scheduling::default_pod_anti_affinity("cache")),
+                ..Default::default()
+            })
+        );
+        assert_eq!(pod.node_selector, None);
+        assert_eq!(pod.priority_class_name, None);
+
+        let placed = stateful_set(
+            &cluster(json!({
+                "replicas": 3,
+                "nodeSelector": {"disk": "ssd"},
+                "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+                "topologySpreadConstraints": [{
+                    "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway"
+                }],
+                "priorityClassName": "redis-critical"
+            })),
+            &inputs(3),
+        );
+        let pod = placed.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.node_selector.unwrap()["disk"], "ssd");
+        assert_eq!(
+            pod.tolerations.unwrap()[0].key.as_deref(),
+            Some("dedicated")
+        );
+        assert_eq!(
+            pod.topology_spread_constraints.unwrap()[0].topology_key,
+            "topology.kubernetes.io/zone"
+        );
+        assert_eq!(pod.priority_class_name.as_deref(), Some("redis-critical"));
+        assert_eq!(
+            pod.affinity, None,
+            "the user's constraints replace the default"
+        );
+        assert_eq!(pod.containers.len(), 1);
     }
 
     #[test]

@@ -1,13 +1,126 @@
 //! The status a RedisCluster shows: phase plus Conditions (Ready, Available, Progressing,
-//! Degraded), computed from its StatefulSet. Pure functions, tested without a cluster.
+//! Degraded, SpreadOverNodes), computed from its StatefulSet and its pods. Pure functions,
+//! tested without a cluster.
+
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::api::v1::{Phase, RedisClusterStatus};
 
 /// Condition types, in the order they are listed.
-pub const CONDITION_TYPES: [&str; 4] = ["Ready", "Available", "Progressing", "Degraded"];
+pub const CONDITION_TYPES: [&str; 5] = [
+    "Ready",
+    "Available",
+    "Progressing",
+    "Degraded",
+    SPREAD_CONDITION,
+];
+
+/// The condition that says whether the pods run on more than one node: `False` with reason
+/// [`ALL_PODS_ON_ONE_NODE`] when losing one node stops the whole cluster.
+pub const SPREAD_CONDITION: &str = "SpreadOverNodes";
+/// [`SPREAD_CONDITION`]'s reason when every scheduled pod (at least two) is on one node.
+pub const ALL_PODS_ON_ONE_NODE: &str = "AllPodsOnOneNode";
+
+/// How a cluster's pods sit on nodes, read from their `spec.nodeName`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeSpread {
+    /// At most one pod: there is nothing to spread.
+    OnePod,
+    /// Fewer than two of the `pods` have a node yet, so nothing is known.
+    NotScheduled {
+        /// Pods with a node.
+        scheduled: usize,
+        /// Pods.
+        pods: usize,
+    },
+    /// Every scheduled pod, at least two, runs on `node`.
+    OneNode {
+        /// The node.
+        node: String,
+        /// Pods on it.
+        scheduled: usize,
+        /// Pods, scheduled or not.
+        pods: usize,
+    },
+    /// The scheduled pods run on `nodes` nodes (two or more).
+    SeveralNodes {
+        /// Distinct nodes.
+        nodes: usize,
+        /// Pods with a node.
+        scheduled: usize,
+    },
+}
+
+/// How `pods` (a cluster's, as listed by its instance label) sit on nodes. Pods being
+/// deleted are left out: they are about to leave their node.
+pub fn node_spread(pods: &[Pod]) -> NodeSpread {
+    let live: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    let nodes: Vec<&str> = live
+        .iter()
+        .filter_map(|p| p.spec.as_ref()?.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let distinct: BTreeSet<&str> = nodes.iter().copied().collect();
+    match (live.len(), nodes.len(), distinct.first()) {
+        (0 | 1, _, _) => NodeSpread::OnePod,
+        (pods, scheduled @ (0 | 1), _) => NodeSpread::NotScheduled { scheduled, pods },
+        (pods, scheduled, Some(node)) if distinct.len() == 1 => NodeSpread::OneNode {
+            node: node.to_string(),
+            scheduled,
+            pods,
+        },
+        (_, scheduled, _) => NodeSpread::SeveralNodes {
+            nodes: distinct.len(),
+            scheduled,
+        },
+    }
+}
+
+impl NodeSpread {
+    /// The [`SPREAD_CONDITION`] condition's status, reason and message.
+    fn condition(&self) -> ConditionSpec {
+        match self {
+            NodeSpread::OnePod => (
+                SPREAD_CONDITION,
+                "True",
+                "OnePod",
+                "the cluster has one pod: nothing to spread".into(),
+            ),
+            NodeSpread::NotScheduled { scheduled, pods } => (
+                SPREAD_CONDITION,
+                "Unknown",
+                "PodsNotScheduled",
+                format!("{scheduled}/{pods} pods have a node"),
+            ),
+            NodeSpread::OneNode {
+                node,
+                scheduled,
+                pods,
+            } => {
+                let mut message = format!(
+                    "all {scheduled} scheduled pods run on node {node}: losing it stops the whole cluster"
+                );
+                if scheduled < pods {
+                    message.push_str(&format!("; {} pods have no node yet", pods - scheduled));
+                }
+                (SPREAD_CONDITION, "False", ALL_PODS_ON_ONE_NODE, message)
+            }
+            NodeSpread::SeveralNodes { nodes, scheduled } => (
+                SPREAD_CONDITION,
+                "True",
+                "PodsOnSeveralNodes",
+                format!("{scheduled} pods run on {nodes} nodes"),
+            ),
+        }
+    }
+}
 
 /// What the StatefulSet reports, reduced to what the status needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,6 +140,9 @@ pub struct Observed {
     /// Why replication is not what the spec asks yet (a failover waiting, a replica
     /// syncing).
     pub replication_problem: Option<String>,
+    /// How the pods sit on nodes; `None` when the pods were not read (the previous
+    /// SpreadOverNodes condition is kept).
+    pub node_spread: Option<NodeSpread>,
 }
 
 impl Observed {
@@ -53,6 +169,7 @@ impl Observed {
             rolling,
             primary: None,
             replication_problem: None,
+            node_spread: None,
         }
     }
 
@@ -66,8 +183,12 @@ impl Observed {
     }
 }
 
-/// A condition before timestamps: type, status, reason, message.
-type ConditionSpec = (&'static str, bool, &'static str, String);
+/// A condition before timestamps: type, status (`True`, `False`, `Unknown`), reason, message.
+type ConditionSpec = (&'static str, &'static str, &'static str, String);
+
+fn status_of(is_true: bool) -> &'static str {
+    if is_true { "True" } else { "False" }
+}
 
 /// The status for `observed`; `error` is the last reconcile error, if any.
 /// Conditions whose status did not change keep their `lastTransitionTime` from `previous`.
@@ -86,49 +207,49 @@ pub fn compute(
     let progressing: ConditionSpec = if observed.converged() {
         (
             "Progressing",
-            false,
+            "False",
             "ReconcileComplete",
             format!("{desired} replicas run the requested version"),
         )
     } else if let Some(problem) = &observed.replication_problem {
-        ("Progressing", true, "Replication", problem.clone())
+        ("Progressing", "True", "Replication", problem.clone())
     } else if observed.rolling {
         (
             "Progressing",
-            true,
+            "True",
             "RollingUpdate",
             format!("{}/{desired} pods updated, one at a time", observed.updated),
         )
     } else if ready < desired {
         (
             "Progressing",
-            true,
+            "True",
             "ScalingUp",
             format!("waiting for {} more ready pods", desired - ready),
         )
     } else if ready > desired {
         (
             "Progressing",
-            true,
+            "True",
             "ScalingDown",
             format!("{} pods to remove", ready - desired),
         )
     } else {
         (
             "Progressing",
-            true,
+            "True",
             "Reconciling",
             "waiting for the StatefulSet controller".to_string(),
         )
     };
     let degraded: ConditionSpec = match error {
-        Some(message) => ("Degraded", true, "ReconcileError", message.to_string()),
-        None => ("Degraded", false, "AsExpected", "no errors".to_string()),
+        Some(message) => ("Degraded", "True", "ReconcileError", message.to_string()),
+        None => ("Degraded", "False", "AsExpected", "no errors".to_string()),
     };
-    let specs: [ConditionSpec; 4] = [
+    let mut specs: Vec<ConditionSpec> = vec![
         (
             "Ready",
-            observed.converged(),
+            status_of(observed.converged()),
             if observed.converged() {
                 "AllReplicasReady"
             } else {
@@ -138,7 +259,7 @@ pub fn compute(
         ),
         (
             "Available",
-            ready > 0,
+            status_of(ready > 0),
             if ready > 0 {
                 "MinimumReplicasReady"
             } else {
@@ -149,10 +270,12 @@ pub fn compute(
         progressing,
         degraded,
     ];
-    let conditions = specs
+    if let Some(spread) = &observed.node_spread {
+        specs.push(spread.condition());
+    }
+    let mut conditions: Vec<Condition> = specs
         .into_iter()
-        .map(|(type_, is_true, reason, message)| {
-            let status = if is_true { "True" } else { "False" };
+        .map(|(type_, status, reason, message)| {
             let last_transition_time = previous
                 .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
                 .filter(|c| c.status == status)
@@ -168,6 +291,13 @@ pub fn compute(
             }
         })
         .collect();
+    // Pods not read this time (a failed reconcile): the last word on their nodes stands.
+    if observed.node_spread.is_none()
+        && let Some(kept) =
+            previous.and_then(|p| p.conditions.iter().find(|c| c.type_ == SPREAD_CONDITION))
+    {
+        conditions.push(kept.clone());
+    }
     let phase = if error.is_some() {
         Phase::Failed
     } else if observed.converged() {
@@ -293,5 +423,142 @@ mod tests {
             condition(&third, "Available").last_transition_time,
             t("2026-01-01T00:00:00Z")
         );
+    }
+
+    fn pod(name: &str, node: Option<&str>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"containers": [], "nodeName": node},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pods_on_one_node_are_reported() {
+        let pods = [
+            pod("r-0", Some("node-a")),
+            pod("r-1", Some("node-a")),
+            pod("r-2", Some("node-a")),
+        ];
+        assert_eq!(
+            node_spread(&pods),
+            NodeSpread::OneNode {
+                node: "node-a".into(),
+                scheduled: 3,
+                pods: 3
+            }
+        );
+        let observed = Observed {
+            desired: 3,
+            node_spread: Some(node_spread(&pods)),
+            ..Default::default()
+        };
+        let status = compute(&observed, Some(1), None, None, t("2026-01-01T00:00:00Z"));
+        let spread = condition(&status, SPREAD_CONDITION);
+        assert_eq!(
+            (spread.status.as_str(), spread.reason.as_str()),
+            ("False", ALL_PODS_ON_ONE_NODE)
+        );
+        assert!(spread.message.contains("node-a"), "{}", spread.message);
+    }
+
+    #[test]
+    fn pods_on_several_nodes_are_spread_and_one_pod_has_nothing_to_spread() {
+        let spread = node_spread(&[
+            pod("r-0", Some("node-a")),
+            pod("r-1", Some("node-b")),
+            pod("r-2", Some("node-a")),
+        ]);
+        assert_eq!(
+            spread,
+            NodeSpread::SeveralNodes {
+                nodes: 2,
+                scheduled: 3
+            }
+        );
+        assert_eq!(spread.condition().1, "True");
+        assert_eq!(
+            node_spread(&[pod("r-0", Some("node-a"))]),
+            NodeSpread::OnePod
+        );
+        assert_eq!(node_spread(&[]), NodeSpread::OnePod);
+        assert_eq!(NodeSpread::OnePod.condition().1, "True");
+    }
+
+    #[test]
+    fn unscheduled_and_deleted_pods_do_not_count_as_placed() {
+        let waiting = [
+            pod("r-0", Some("node-a")),
+            pod("r-1", None),
+            pod("r-2", Some("")),
+        ];
+        assert_eq!(
+            node_spread(&waiting),
+            NodeSpread::NotScheduled {
+                scheduled: 1,
+                pods: 3
+            }
+        );
+        assert_eq!(node_spread(&waiting).condition().1, "Unknown");
+        let two_on_a = [
+            pod("r-0", Some("node-a")),
+            pod("r-1", Some("node-a")),
+            pod("r-2", None),
+        ];
+        let (_, status, reason, message) = node_spread(&two_on_a).condition();
+        assert_eq!((status, reason), ("False", ALL_PODS_ON_ONE_NODE));
+        assert!(message.contains("1 pods have no node yet"), "{message}");
+
+        let mut leaving = pod("r-1", Some("node-b"));
+        leaving.metadata.deletion_timestamp = Some(t("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            node_spread(&[
+                pod("r-0", Some("node-a")),
+                leaving,
+                pod("r-2", Some("node-a"))
+            ]),
+            NodeSpread::OneNode {
+                node: "node-a".into(),
+                scheduled: 2,
+                pods: 2
+            },
+            "a pod being deleted does not spread the cluster"
+        );
+    }
+
+    #[test]
+    fn the_spread_condition_stands_when_the_pods_were_not_read() {
+        let observed = Observed {
+            desired: 2,
+            node_spread: Some(NodeSpread::OneNode {
+                node: "node-a".into(),
+                scheduled: 2,
+                pods: 2,
+            }),
+            ..Default::default()
+        };
+        let first = compute(&observed, Some(1), None, None, t("2026-01-01T00:00:00Z"));
+        let failed = Observed {
+            node_spread: None,
+            ..observed
+        };
+        let second = compute(
+            &failed,
+            Some(1),
+            Some("forbidden"),
+            Some(&first),
+            t("2026-02-02T00:00:00Z"),
+        );
+        assert_eq!(
+            condition(&second, SPREAD_CONDITION),
+            condition(&first, SPREAD_CONDITION)
+        );
+        let fresh = compute(&failed, Some(1), None, None, t("2026-01-01T00:00:00Z"));
+        assert!(
+            fresh.conditions.iter().all(|c| c.type_ != SPREAD_CONDITION),
+            "nothing known, nothing said"
+        );
+        let types: Vec<&str> = first.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, CONDITION_TYPES);
     }
 }

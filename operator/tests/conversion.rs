@@ -1,5 +1,6 @@
-//! The CRD's two versions through the operator's real conversion webhook, and the apiserver
-//! enforcing the generated schemas.
+//! The CRD's two versions through the operator's real conversion webhook, the apiserver
+//! enforcing the generated schemas, and the CRD's short name resolving to RedisClusters in
+//! the apiserver's discovery and in kubectl.
 
 mod support;
 
@@ -10,6 +11,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use redis_operator::api::conversion::V1_FIELDS_ANNOTATION;
 use redis_operator::api::{v1, v1alpha1};
+use redis_operator::crd::SHORT_NAME;
 use support::{Operator, create_namespace, install, wait_for_ca_bundle};
 
 fn dynamic(client: &kube::Client, ns: &str, version: &str) -> Api<DynamicObject> {
@@ -60,12 +62,35 @@ async fn versions_round_trip_through_the_webhook_and_schemas_are_enforced() -> a
             "persistence": {"size": "2Gi"},
             "passwordSecret": {"name": "auth", "key": "password"},
             "metrics": {"enabled": true},
-            "resources": {"requests": {"cpu": "200m"}}
+            "resources": {"requests": {"cpu": "200m"}},
+            "nodeSelector": {"disktype": "ssd"},
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "redis", "effect": "NoSchedule"}],
+            "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 50,
+                "podAffinityTerm": {"topologyKey": "topology.kubernetes.io/zone",
+                                    "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "full"}}}
+            }]}},
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                           "whenUnsatisfiable": "ScheduleAnyway"}],
+            "priorityClassName": "redis-critical"
         }
     }))?;
     new_api.create(&PostParams::default(), &full).await?;
     let as_old = old_api.get("full").await?;
     assert_eq!(as_old.spec.version, Some(v1::RedisVersion::V7_0));
+    // The scheduling fields are v1alpha1's too: served there as they were written.
+    assert_eq!(
+        serde_json::to_value(&as_old.spec.affinity)?,
+        serde_json::to_value(&full.spec.affinity)?
+    );
+    assert_eq!(
+        as_old.spec.priority_class_name.as_deref(),
+        Some("redis-critical")
+    );
+    assert_eq!(
+        serde_json::to_value(&as_old.spec.tolerations)?,
+        serde_json::to_value(&full.spec.tolerations)?
+    );
     let annotations = as_old.metadata.annotations.clone().unwrap_or_default();
     assert!(
         annotations.contains_key(V1_FIELDS_ANNOTATION),
@@ -104,6 +129,11 @@ async fn versions_round_trip_through_the_webhook_and_schemas_are_enforced() -> a
     let after = new_api.get("full").await?;
     assert_eq!(after.spec.replicas, 4);
     assert_eq!(
+        serde_json::to_value(&after.spec.topology_spread_constraints)?,
+        serde_json::to_value(&full.spec.topology_spread_constraints)?
+    );
+    assert_eq!(after.spec.node_selector, full.spec.node_selector);
+    assert_eq!(
         after.spec.persistence.map(|p| p.size),
         Some("2Gi".to_string())
     );
@@ -113,8 +143,84 @@ async fn versions_round_trip_through_the_webhook_and_schemas_are_enforced() -> a
     );
     operator.check_running()?;
 
-    // In the same test, as it shares the installed CRD: the apiserver enforces both schemas.
+    // In the same test, as they share the installed CRD: the short name resolves to
+    // RedisClusters, and the apiserver enforces both schemas.
+    the_short_name_is_ours_alone(&plane, &admin).await?;
     rejects_invalid_specs_in_both_versions(&admin).await
+}
+
+/// Every resource of the apiserver's discovery (the core API and every group) that claims
+/// `short_name`, as `group/resource`.
+async fn claimants(client: &kube::Client, short_name: &str) -> anyhow::Result<Vec<String>> {
+    let mut lists = vec![client.list_core_api_resources("v1").await?];
+    for group in client.list_api_groups().await?.groups {
+        for version in group.versions {
+            lists.push(
+                client
+                    .list_api_group_resources(&version.group_version)
+                    .await?,
+            );
+        }
+    }
+    let mut found: Vec<String> = lists
+        .iter()
+        .flat_map(|list| {
+            list.resources
+                .iter()
+                .filter(|r| r.short_names.iter().flatten().any(|s| s == short_name))
+                .map(|r| format!("{}/{}", list.group_version, r.name))
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// `rcl` is claimed by the CRD alone among the APIs that a control plane of the Kubernetes
+/// version the tests run serves by default (no `ShortNames()` of Kubernetes' own registries,
+/// `pkg/registry/...`, returns `rcl` either), and `kubectl get rcl` lists RedisClusters. `rc`
+/// is the core API's (ReplicationControllers), which is why the CRD no longer claims it.
+async fn the_short_name_is_ours_alone(
+    plane: &ControlPlane,
+    client: &kube::Client,
+) -> anyhow::Result<()> {
+    let ours = claimants(client, SHORT_NAME).await?;
+    assert_eq!(
+        ours,
+        [
+            "cache.example.com/v1/redisclusters",
+            "cache.example.com/v1alpha1/redisclusters"
+        ],
+        "only the RedisCluster CRD may claim {SHORT_NAME} on Kubernetes {}",
+        plane.version()
+    );
+    let rc = claimants(client, "rc").await?;
+    assert_eq!(rc, ["v1/replicationcontrollers"], "who claims rc");
+
+    let kubectl = e2e::assets::Assets::locate()?.kubernetes("kubectl")?;
+    let output = std::process::Command::new(kubectl)
+        .arg(format!(
+            "--kubeconfig={}",
+            plane.kubeconfig_path().display()
+        ))
+        .args(["get", SHORT_NAME, "-n", "redis-conversion", "-o", "name"])
+        .output()?;
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "kubectl get {SHORT_NAME}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut names: Vec<&str> = listed.lines().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "rediscluster.cache.example.com/full",
+            "rediscluster.cache.example.com/my-redis"
+        ]
+    );
+    Ok(())
 }
 
 async fn rejects_invalid_specs_in_both_versions(client: &kube::Client) -> anyhow::Result<()> {

@@ -12,6 +12,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use redis_operator::api::v1::RedisCluster;
 use support::{Operator, create_namespace, eventually, install, wait_for_ca_bundle};
@@ -58,6 +59,14 @@ async fn closed_loop_apply_scale_upgrade_delete() -> anyhow::Result<()> {
             .unwrap_or_default()
             .contains(&redis_operator::controller::FINALIZER.to_string())
     );
+    // Two fake nodes and the default anti-affinity: the three pods use both, and status
+    // reads that from the pods' nodes.
+    let spread = eventually(Duration::from_secs(30), "SpreadOverNodes=True", || async {
+        Ok(spread_condition(&clusters.get(name).await?).filter(|c| c.status == "True"))
+    })
+    .await?;
+    assert_eq!(spread.reason, "PodsOnSeveralNodes", "{}", spread.message);
+    assert_eq!(spread.message, "3 pods run on 2 nodes");
     let sets: Api<StatefulSet> = Api::namespaced(admin.clone(), "redis-loop");
     let services: Api<Service> = Api::namespaced(admin.clone(), "redis-loop");
     let maps: Api<ConfigMap> = Api::namespaced(admin.clone(), "redis-loop");
@@ -178,6 +187,40 @@ async fn closed_loop_apply_scale_upgrade_delete() -> anyhow::Result<()> {
         reasons.iter().any(|r| r == "Deleted"),
         "no cleanup Event among {reasons:?}"
     );
+
+    // A cluster whose `nodeSelector` pins it to one node cannot spread; status says so.
+    let pinned: RedisCluster = serde_json::from_value(serde_json::json!({
+        "apiVersion": "cache.example.com/v1",
+        "kind": "RedisCluster",
+        "metadata": {"name": "pinned"},
+        "spec": {"replicas": 2, "nodeSelector": {"kubernetes.io/hostname": "kwok-node-0"}},
+    }))?;
+    clusters.create(&PostParams::default(), &pinned).await?;
+    let one_node = eventually(
+        Duration::from_secs(60),
+        "SpreadOverNodes=False for the pinned cluster",
+        || async {
+            Ok(spread_condition(&clusters.get("pinned").await?).filter(|c| c.status == "False"))
+        },
+    )
+    .await?;
+    assert_eq!(one_node.reason, "AllPodsOnOneNode", "{}", one_node.message);
+    assert!(
+        one_node.message.contains("kwok-node-0"),
+        "{}",
+        one_node.message
+    );
+    clusters.delete("pinned", &DeleteParams::default()).await?;
     operator.check_running()?;
     Ok(())
+}
+
+fn spread_condition(cluster: &RedisCluster) -> Option<Condition> {
+    cluster
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == redis_operator::status::SPREAD_CONDITION)
+        .cloned()
 }

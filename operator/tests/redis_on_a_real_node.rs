@@ -58,6 +58,24 @@ async fn replication_failover_scaling_rolling_update_and_deletion_with_real_redi
         "{}",
         ready.message
     );
+    // One real node: the default anti-affinity is only preferred, so all three pods run there,
+    // and status says the cluster is not spread.
+    let spread = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "SpreadOverNodes")
+        .context("the SpreadOverNodes condition")?;
+    assert_eq!(
+        (spread.status.as_str(), spread.reason.as_str()),
+        ("False", "AllPodsOnOneNode"),
+        "{}",
+        spread.message
+    );
+    assert!(
+        spread.message.contains(e2e::node::NODE_NAME),
+        "{} names the node",
+        spread.message
+    );
 
     // 2. A write through the client Service is read back from each replica.
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);

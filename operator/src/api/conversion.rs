@@ -85,6 +85,12 @@ pub fn to_v1alpha1(object: v1::RedisCluster) -> v1alpha1::RedisCluster {
         spec: v1alpha1::RedisClusterSpec {
             replicas: spec.replicas,
             version: spec.redis_version.or(spec.version),
+            // Both versions have the scheduling fields: copied as they are.
+            node_selector: spec.node_selector,
+            tolerations: spec.tolerations,
+            affinity: spec.affinity,
+            topology_spread_constraints: spec.topology_spread_constraints,
+            priority_class_name: spec.priority_class_name,
         },
         status: status.map(|s| v1alpha1::RedisClusterStatus {
             ready_replicas: s.ready_replicas,
@@ -157,6 +163,11 @@ pub fn to_v1(object: v1alpha1::RedisCluster) -> v1::RedisCluster {
             password_secret: kept.password_secret,
             metrics: kept.metrics,
             failover_after_seconds: kept.failover_after_seconds,
+            node_selector: spec.node_selector,
+            tolerations: spec.tolerations,
+            affinity: spec.affinity,
+            topology_spread_constraints: spec.topology_spread_constraints,
+            priority_class_name: spec.priority_class_name,
         },
         status,
     }
@@ -180,7 +191,23 @@ mod tests {
                 "persistence": {"size": "1Gi", "storageClassName": "fast"},
                 "passwordSecret": {"name": "redis-auth", "key": "password"},
                 "metrics": {"enabled": true},
-                "failoverAfterSeconds": 9
+                "failoverAfterSeconds": 9,
+                "nodeSelector": {"disktype": "ssd"},
+                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "redis", "effect": "NoSchedule"}],
+                "affinity": {
+                    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}
+                    ]}},
+                    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "r"}}}
+                    ]}
+                },
+                "topologySpreadConstraints": [{
+                    "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "r"}}
+                }],
+                "priorityClassName": "redis-critical"
             },
             "status": {
                 "readyReplicas": 3,
@@ -233,6 +260,45 @@ mod tests {
         assert_eq!(up.spec.redis_version, Some(v1::RedisVersion::V6_2));
         assert_eq!(up.spec.version, None);
         assert_eq!(value(to_v1alpha1(up)), value(&original));
+    }
+
+    #[test]
+    fn scheduling_fields_cross_versions_as_they_are_without_the_annotation() {
+        let mut original = full_v1();
+        // Only what v1alpha1 has: nothing needs to ride in the annotation.
+        original.spec.resources = None;
+        original.spec.persistence = None;
+        original.spec.password_secret = None;
+        original.spec.metrics = None;
+        original.spec.failover_after_seconds = None;
+        original.status = None;
+        let down = to_v1alpha1(original.clone());
+        let annotations = down.metadata.annotations.clone().unwrap_or_default();
+        assert!(
+            !annotations.contains_key(V1_FIELDS_ANNOTATION),
+            "{annotations:?}"
+        );
+        let down_spec = value(&down.spec);
+        let full_spec = value(&original.spec);
+        for field in [
+            "nodeSelector",
+            "tolerations",
+            "affinity",
+            "topologySpreadConstraints",
+            "priorityClassName",
+        ] {
+            assert!(!full_spec[field].is_null(), "the fixture sets {field}");
+            assert_eq!(down_spec[field], full_spec[field], "{field} in v1alpha1");
+        }
+        assert_eq!(value(to_v1(down.clone())), value(&original));
+
+        // And up from v1alpha1, where a user wrote them first; an empty list stays a list.
+        let mut written_old = down;
+        written_old.spec.tolerations = Some(Vec::new());
+        let up = to_v1(written_old.clone());
+        assert_eq!(up.spec.tolerations, Some(Vec::new()));
+        assert_eq!(value(&up.spec.affinity), full_spec["affinity"]);
+        assert_eq!(value(to_v1alpha1(up)), value(&written_old));
     }
 
     #[test]

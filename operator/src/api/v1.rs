@@ -3,13 +3,18 @@
 //! Compared with `v1alpha1` it renames `version` to `redisVersion` (the old field is kept,
 //! deprecated, and still honoured when `redisVersion` is unset), and adds resources,
 //! persistence, a password from a Secret, a metrics exporter sidecar, `observedGeneration` and
-//! Conditions.
+//! Conditions. The pods' scheduling fields (`nodeSelector`, `tolerations`, `affinity`,
+//! `topologySpreadConstraints`, `priorityClassName`) are in both versions.
 
 // kube's `printcolumn(...)` attributes repeat `type_ = "string"`, which clippy takes for a
 // duplicated attribute.
 #![allow(clippy::duplicated_attributes)]
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -24,7 +29,7 @@ pub use super::v1alpha1::{Phase, RedisVersion};
     version = "v1",
     kind = "RedisCluster",
     plural = "redisclusters",
-    shortname = "rc",
+    shortname = "rcl",
     namespaced,
     status = "RedisClusterStatus",
     scale(
@@ -71,6 +76,24 @@ pub struct RedisClusterSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 3600))]
     pub failover_after_seconds: Option<i32>,
+    /// Labels a node must have to run the cluster's pods (the pods' `nodeSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Taints the cluster's pods tolerate (the pods' `tolerations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    /// The pods' `affinity`. Its `podAntiAffinity`, when set, replaces the operator's
+    /// default spreading over nodes (preferred anti-affinity on `kubernetes.io/hostname`);
+    /// `nodeAffinity` and `podAffinity` combine with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// The pods' `topologySpreadConstraints`; when set, they replace the operator's default
+    /// spreading over nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// The PriorityClass of the cluster's pods (the pods' `priorityClassName`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
 }
 
 impl RedisClusterSpec {
@@ -133,7 +156,9 @@ pub struct RedisClusterStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Ready, Available, Progressing and Degraded, following Kubernetes conventions.
+    /// Ready, Available, Progressing, Degraded and SpreadOverNodes (`False`, reason
+    /// `AllPodsOnOneNode`, when every pod of a cluster of several runs on one node), following
+    /// Kubernetes conventions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

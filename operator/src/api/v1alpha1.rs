@@ -1,9 +1,14 @@
-//! `cache.example.com/v1alpha1`: the first version, exactly as users first wrote it.
+//! `cache.example.com/v1alpha1`: the first version as users first wrote it, plus the pods'
+//! scheduling fields, which both versions carry alike (so objects written against either
+//! version can place their pods, and conversion copies them as they are).
 
 // kube's `printcolumn(...)` attributes repeat `type_ = "string"`, which clippy takes for a
 // duplicated attribute.
 #![allow(clippy::duplicated_attributes)]
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, Toleration, TopologySpreadConstraint};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -41,7 +46,7 @@ impl RedisVersion {
     version = "v1alpha1",
     kind = "RedisCluster",
     plural = "redisclusters",
-    shortname = "rc",
+    shortname = "rcl",
     namespaced,
     status = "RedisClusterStatus",
     scale(
@@ -58,6 +63,7 @@ impl RedisVersion {
         json_path = ".metadata.creationTimestamp"
     )
 )]
+#[serde(rename_all = "camelCase")]
 pub struct RedisClusterSpec {
     /// Number of Redis pods.
     #[schemars(range(min = 1))]
@@ -65,6 +71,23 @@ pub struct RedisClusterSpec {
     /// Redis version to run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<RedisVersion>,
+    /// Labels a node must have to run the cluster's pods (the pods' `nodeSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Taints the cluster's pods tolerate (the pods' `tolerations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    /// The pods' `affinity`. Its `podAntiAffinity`, when set, replaces the operator's
+    /// default spreading over nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// The pods' `topologySpreadConstraints`; when set, they replace the operator's default
+    /// spreading over nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// The PriorityClass of the cluster's pods (the pods' `priorityClassName`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
 }
 
 /// Coarse lifecycle of a Redis cluster.
