@@ -10,7 +10,8 @@
 //!    and says so, the CSV moves, the operator rolls and reconciles a change of the sample;
 //! 5. `run cleanup`: every object `run` made (listed before, so the check cannot pass on an
 //!    empty list) is gone, an unrelated Subscription in the namespace survives, and the
-//!    OperatorGroup `run` made is kept while that Subscription is there, deleted after;
+//!    OperatorGroup `run` made is kept while that Subscription is there, deleted after; the
+//!    kept CRD no longer converts through the deleted operator's webhook;
 //! 6. an operator image that does not exist, and an operator container that exits 1: `run`
 //!    exits non-zero within its timeout naming the pod, the reason, and (for the crash) the
 //!    exit code and the container's last log line.
@@ -412,6 +413,16 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
                     .as_str()
                     .is_some_and(|o| o.contains("OperatorGroup"))),
         "cleanup did not keep the OperatorGroup the unrelated Subscription needs: {report:#}"
+    );
+    // The sample RedisCluster stays, and so does its CRD: cleanup waits until OLM has taken
+    // the deleted CSV's conversion webhook off the CRD, so that the installs of step 6 can
+    // read the existing RedisClusters in every version, as OLM checks them before it applies
+    // the CRD again.
+    ensure!(
+        report["steps"].as_array().into_iter().flatten().any(|s| s["action"]
+            == "released"
+            && s["object"] == "CustomResourceDefinition redisclusters.cache.example.com"),
+        "cleanup did not wait for the CRD's conversion webhook to be released: {report:#}"
     );
     let left = made_by_run(&client).await?;
     ensure!(

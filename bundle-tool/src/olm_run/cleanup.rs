@@ -226,7 +226,82 @@ async fn finish(
         .await?;
     }
     steps.push("gone", format!("{} objects", doomed.len()), "");
+    if !request.delete_crds {
+        for crd in crds {
+            wait_conversion_released(cluster, steps, request.timeout, crd).await?;
+        }
+    }
     Ok(csv_name)
+}
+
+/// How long cleanup waits for OLM to take a deleted CSV's conversion webhook off a CRD. OLM
+/// has done that on the CSV's deletion since operator-lifecycle-manager PR #2832 (2022), when
+/// no CSV replaces it; the bound keeps an older OLM from holding every cleanup for the whole
+/// command timeout.
+const CONVERSION_RELEASE_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until the kept CRD `crd` no longer converts through a webhook Service of this
+/// namespace, and says so.
+///
+/// The deleted CSV's conversion webhook stays in the CRD until OLM resets the strategy to
+/// `None`. Until then every read of a custom resource in a version other than the stored one
+/// fails (the webhook's Service has no endpoints), and so does OLM v0's check of the existing
+/// custom resources against the CRD of the next install of the package, which lists them in
+/// every served version: a `run` right after `run cleanup` would see its InstallPlan fail. If
+/// OLM does not reset it in time, the step says what is left and how to clear it; that is not
+/// an error, since everything cleanup deletes is gone.
+async fn wait_conversion_released(
+    cluster: &Cluster,
+    steps: &mut Steps,
+    timeout: Duration,
+    crd: &str,
+) -> Result<(), RunError> {
+    let deadline = (Instant::now() + CONVERSION_RELEASE_WAIT).min(steps.started + timeout);
+    let mut service = None;
+    loop {
+        let object = cluster.get(Kind::CustomResourceDefinition, crd).await?;
+        match object
+            .as_ref()
+            .and_then(|o| webhook_service_in(o, &cluster.namespace))
+        {
+            Some(named) => service = Some(named),
+            None => {
+                if service.is_some() {
+                    steps.push(
+                        "released",
+                        format!("CustomResourceDefinition {crd}"),
+                        "OLM took the deleted CSV's conversion webhook off it",
+                    );
+                }
+                return Ok(());
+            }
+        }
+        if Instant::now() >= deadline {
+            steps.push(
+                "note",
+                format!("CustomResourceDefinition {crd}"),
+                format!(
+                    "still converts through the webhook Service {}/{}, which is gone: reads of \
+                     its custom resources in other versions fail until its spec.conversion is \
+                     set to strategy None (or the operator is installed again)",
+                    cluster.namespace,
+                    service.unwrap_or_default()
+                ),
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The name of the Service in `namespace` that `crd` converts through, if its conversion
+/// strategy is `Webhook`.
+fn webhook_service_in(crd: &Value, namespace: &str) -> Option<String> {
+    let conversion = &crd["spec"]["conversion"];
+    let service = &conversion["webhook"]["clientConfig"]["service"];
+    (conversion["strategy"] == "Webhook" && service["namespace"] == namespace)
+        .then(|| service["name"].as_str().map(str::to_string))
+        .flatten()
 }
 
 /// Waits until every object of `objects` is gone, within the command's timeout.
@@ -261,6 +336,18 @@ mod tests {
     fn a_csvs_owned_crds_are_named() {
         let csv = json!({"spec": {"customresourcedefinitions": {"owned": [{"name": "a.example.com"}, {"name": "b.example.com"}], "required": [{"name": "c.example.com"}]}}});
         assert_eq!(owned_crds(&csv), vec!["a.example.com", "b.example.com"]);
+    }
+
+    #[test]
+    fn only_a_webhook_into_this_namespace_holds_cleanup() {
+        let crd = |strategy: &str, namespace: &str| json!({"spec": {"conversion": {"strategy": strategy, "webhook": {"clientConfig": {"service": {"namespace": namespace, "name": "op-service"}}}}}});
+        assert_eq!(
+            webhook_service_in(&crd("Webhook", "ns"), "ns").as_deref(),
+            Some("op-service")
+        );
+        assert_eq!(webhook_service_in(&crd("Webhook", "other"), "ns"), None);
+        assert_eq!(webhook_service_in(&crd("None", "ns"), "ns"), None);
+        assert_eq!(webhook_service_in(&json!({"spec": {}}), "ns"), None);
     }
 
     #[test]
