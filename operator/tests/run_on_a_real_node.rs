@@ -419,9 +419,12 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
     // read the existing RedisClusters in every version, as OLM checks them before it applies
     // the CRD again.
     ensure!(
-        report["steps"].as_array().into_iter().flatten().any(|s| s["action"]
-            == "released"
-            && s["object"] == "CustomResourceDefinition redisclusters.cache.example.com"),
+        report["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["action"] == "released"
+                && s["object"] == "CustomResourceDefinition redisclusters.cache.example.com"),
         "cleanup did not wait for the CRD's conversion webhook to be released: {report:#}"
     );
     let left = made_by_run(&client).await?;

@@ -20,6 +20,19 @@ pub fn generate_bundle(
     stdin: &str,
     out: &Path,
 ) -> anyhow::Result<()> {
+    generate_bundle_with(sdk, config, stdin, out, &[], &[])
+}
+
+/// [`generate_bundle`] with more flags (`--use-image-digests`) and environment variables
+/// (`SSL_CERT_FILE` for a registry with a test CA).
+pub fn generate_bundle_with(
+    sdk: &Path,
+    config: &GenerateConfig,
+    stdin: &str,
+    out: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> anyhow::Result<()> {
     let bases = out.join("kustomize/bases");
     std::fs::create_dir_all(&bases).with_context(|| bases.display().to_string())?;
     std::fs::write(
@@ -42,6 +55,7 @@ pub fn generate_bundle(
             &config.extra_service_accounts.join(","),
         ]);
     }
+    command.args(args).envs(envs.iter().copied());
     // operator-sdk reads standard input only when it is a pipe.
     let mut child = command
         .stdin(Stdio::piped())

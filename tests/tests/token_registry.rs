@@ -659,3 +659,246 @@ async fn a_token_the_registry_refuses_during_a_push_is_renewed() {
     let digest = pushed.trim().rsplit_once('@').map(|(_, d)| d).unwrap();
     assert_eq!(anonymous_digest(&reference, registry.ca_file()), digest);
 }
+
+/// `generate --use-image-digests` and `release --pin-digests` resolve every image the Redis
+/// CSV names (the operator's container and the four `RELATED_IMAGE_*` variables, here five
+/// different images in the HTTPS token registry) anonymously, trusting the CA by flag: each
+/// field becomes `name@sha256:…` with the registry's digest, and `relatedImages` lists each
+/// image once. One image the registry does not have stops both, naming it, with nothing
+/// written.
+#[tokio::test]
+async fn generate_and_release_pin_every_image_to_its_digest() {
+    let registry = start(Duration::from_secs(300)).await;
+    let ca = registry.ca_file().display().to_string();
+    let host = registry.host();
+    let scratch = tempfile::tempdir().unwrap();
+    let public = [
+        ("quay.io/example/redis-operator:0.1.0", "operator"),
+        ("docker.io/library/redis:6.2", "redis-6.2"),
+        ("docker.io/library/redis:7.0", "redis-7.0"),
+        ("docker.io/library/redis:7.2", "redis-7.2"),
+        ("quay.io/oliver006/redis_exporter:v1.62.0", "exporter"),
+    ];
+    let mut expected = Vec::new();
+    for (i, (_, tag)) in public.iter().enumerate() {
+        // Different sizes: five different images.
+        let layout = write_big_layout(&scratch.path().join(tag), 1, 1024 * (i + 1));
+        let reference = format!("{host}/team/app:{tag}");
+        let pushed = succeeded(
+            &format!("push {reference}"),
+            &bundle_tool(
+                &[
+                    "push",
+                    &format!("{}:big", layout.display()),
+                    &reference,
+                    "--ca-file",
+                    &ca,
+                    "--username",
+                    "ci",
+                    "--password-stdin",
+                ],
+                Some(&password()),
+                &[],
+            ),
+        );
+        let digest = pushed.trim().rsplit_once('@').map(|(_, d)| d).unwrap();
+        expected.push(format!("{host}/team/app@{digest}"));
+    }
+    let repo = release_repository();
+    let manifests_path = repo.path().join("operator/config/manifests.yaml");
+    let mut manifests = std::fs::read_to_string(&manifests_path).unwrap();
+    for (name, tag) in public {
+        assert!(
+            manifests.contains(name),
+            "the manifests no longer name {name}"
+        );
+        manifests = manifests.replace(name, &format!("{host}/team/app:{tag}"));
+    }
+    std::fs::write(&manifests_path, &manifests).unwrap();
+    let in_repo = |args: &[&str]| {
+        Command::new(e2e::bundle_tool_binary())
+            .current_dir(repo.path())
+            .args(args)
+            .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("REGISTRY_AUTH_FILE")
+            .env("HOME", repo.path())
+            .output()
+            .unwrap()
+    };
+    let generate = |output: &str| {
+        in_repo(&[
+            "generate",
+            "--use-image-digests",
+            "--ca-file",
+            &ca,
+            "--output",
+            output,
+        ])
+    };
+    let first = generate("pinned");
+    let said = succeeded("generate --use-image-digests", &first);
+    assert!(
+        format!("{said}{}", stderr(&first)).contains("pinned 5 image(s) to digests"),
+        "generate does not say how many images it pinned: {said}{}",
+        stderr(&first)
+    );
+    let csv_text = std::fs::read_to_string(
+        repo.path()
+            .join("pinned/manifests/redis-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
+    let csv: Value = serde_saphyr::from_str(&csv_text).unwrap();
+    let container = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["containers"]
+        [0];
+    assert_eq!(container["image"], expected[0].as_str());
+    let related_variables: Vec<&str> = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"].as_str().unwrap().starts_with("RELATED_IMAGE_"))
+        .map(|e| e["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        related_variables,
+        expected[1..].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let mut related: Vec<&str> = csv["spec"]["relatedImages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["image"].as_str().unwrap())
+        .collect();
+    related.sort_unstable();
+    let mut wanted: Vec<&str> = expected.iter().map(String::as_str).collect();
+    wanted.sort_unstable();
+    assert_eq!(related, wanted, "relatedImages");
+    assert!(
+        !csv_text.contains(&format!("{host}/team/app:")),
+        "a tag is left in the pinned CSV"
+    );
+    operator_sdk_pins_the_same(repo.path(), &manifests, &ca, &csv);
+
+    // release --pin-digests, to an OCI layout: the catalog's entry lists the pinned images.
+    let release = in_repo(&[
+        "release",
+        "--version",
+        "0.1.0",
+        "--catalog",
+        "fresh-catalog",
+        "--channels",
+        "candidate-v0",
+        "--bundle-image",
+        &format!("{host}/team/app-bundle"),
+        "--catalog-image",
+        &format!("{host}/team/app-catalog:latest"),
+        "--pin-digests",
+        "--ca-file",
+        &ca,
+    ]);
+    let summary = succeeded("release --pin-digests", &release);
+    assert!(
+        summary.contains("5 image(s) pinned to digests"),
+        "the release summary does not say it pinned: {summary}"
+    );
+    let catalog = std::fs::read_to_string(
+        repo.path()
+            .join("fresh-catalog/redis-operator/catalog.json"),
+    )
+    .unwrap_or_else(|e| panic!("the release wrote no catalog.json ({e}): {summary}"));
+    for image in &expected {
+        assert!(
+            catalog.contains(image.as_str()),
+            "{image} is not in the catalog"
+        );
+    }
+    assert!(
+        !catalog.contains(&format!("{host}/team/app:")),
+        "a tag is left in the catalog"
+    );
+
+    // One image the registry does not have: named, and nothing written.
+    std::fs::write(
+        &manifests_path,
+        manifests.replace(
+            &format!("{host}/team/app:exporter"),
+            &format!("{host}/team/app:missing"),
+        ),
+    )
+    .unwrap();
+    let failed = generate("not-written");
+    assert!(
+        !failed.status.success(),
+        "generate pinned an image that does not exist"
+    );
+    let said = stderr(&failed);
+    assert!(
+        said.contains("cannot pin 1 image(s) to a digest")
+            && said.contains(&format!("{host}/team/app:missing")),
+        "the failure does not name the image: {said}"
+    );
+    assert!(
+        !repo.path().join("not-written").exists(),
+        "generate wrote a bundle with an image it could not pin"
+    );
+}
+
+/// operator-sdk v1.42.3's `generate bundle --use-image-digests` on the same manifests, through
+/// the same registry (Go reads the test CA from `SSL_CERT_FILE`), pins the container, the
+/// `RELATED_IMAGE_*` values and `relatedImages` to the same references as `ours` (a CSV).
+fn operator_sdk_pins_the_same(repo: &Path, manifests: &str, ca: &str, ours: &Value) {
+    let sdk = e2e::assets::Assets::locate()
+        .and_then(|assets| assets.operator_sdk())
+        .expect("operator-sdk v1.42.3 (tests/assets/build-go-assets.sh builds it)");
+    let config = bundle_tool::bundle::GenerateConfig::load(&repo.join("bundle-tool.yaml"))
+        .expect("the repository's config");
+    let out = repo.join("operator-sdk");
+    let home = repo.display().to_string();
+    e2e::operator_sdk::generate_bundle_with(
+        &sdk,
+        &config,
+        manifests,
+        &out,
+        &["--use-image-digests"],
+        &[("SSL_CERT_FILE", ca), ("HOME", &home)],
+    )
+    .expect("operator-sdk generate bundle --use-image-digests");
+    let theirs: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(
+            out.join("bundle/manifests/redis-operator.clusterserviceversion.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let pinned = |csv: &Value| {
+        let container = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+            ["containers"][0];
+        let mut variables: Vec<(String, String)> = container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"].as_str().unwrap().starts_with("RELATED_IMAGE_"))
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    e["value"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        variables.sort();
+        // operator-sdk lists an image under several names, and in a random order: compare
+        // the images.
+        let related: std::collections::BTreeSet<String> = csv["spec"]["relatedImages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["image"].as_str().unwrap().to_string())
+            .collect();
+        (container["image"].clone(), variables, related)
+    };
+    assert_eq!(
+        pinned(ours),
+        pinned(&theirs),
+        "bundle-tool (left) and operator-sdk (right) pin differently"
+    );
+}

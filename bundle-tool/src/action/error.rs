@@ -73,6 +73,12 @@ pub enum ActionError {
     /// A bundle could not be rendered as OLM v1 renders it.
     #[error(transparent)]
     OlmV1(#[from] crate::olm_v1::OlmV1Error),
+    /// The CSV could not be pinned to digests.
+    #[error(transparent)]
+    Pin(#[from] crate::bundle::pin::PinError),
+    /// Some images could not be resolved to digests.
+    #[error(transparent)]
+    Digests(#[from] crate::image::DigestsError),
     /// A message already worded for the user by an area that reports errors as text.
     #[error("{0}")]
     Message(String),

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::registry_args::{TransportArgs, runtime};
 use super::{Action, ActionError, Outcome};
 use crate::bundle::inputs::{created_at, csv_file, source_date_epoch_is_set};
 use crate::bundle::{self, BundleInputs, GenerateConfig, GeneratedBundle};
@@ -37,6 +38,14 @@ pub struct GenerateArgs {
     /// Check that the bundle on disk is what would be generated, write nothing; exit 1 if not.
     #[arg(long)]
     pub check: bool,
+    /// Pin every image the CSV names to its digest (`name@sha256:…`), resolved through the
+    /// registries with the auth files' credentials; relatedImages lists each. Nothing is
+    /// written when an image cannot be resolved.
+    #[arg(long)]
+    pub use_image_digests: bool,
+    /// How to reach the registries (with --use-image-digests).
+    #[command(flatten)]
+    pub transport: TransportArgs,
 }
 
 impl GenerateArgs {
@@ -62,6 +71,22 @@ impl GenerateArgs {
     }
 }
 
+impl GenerateArgs {
+    /// Resolves the generated CSV's images and pins them; how many.
+    fn pin_images(&self, generated: &mut GeneratedBundle) -> Result<usize, ActionError> {
+        let (_, csv) = generated.csv_value()?;
+        let images = bundle::pin::unpinned_images(&csv);
+        let access = crate::image::RegistrySettings {
+            transport: self.transport.transport(),
+            username: None,
+        }
+        .access()?;
+        let digests = runtime()?.block_on(crate::image::resolve_digests(&images, &access))?;
+        generated.pin_images(&digests)?;
+        Ok(images.len())
+    }
+}
+
 impl Action for GenerateArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let config = self.config()?;
@@ -82,6 +107,10 @@ impl Action for GenerateArgs {
             .iter()
             .map(|w| format!("warning: {}", w.0))
             .collect();
+        if self.use_image_digests {
+            let pinned = self.pin_images(&mut generated)?;
+            notes.push(format!("pinned {pinned} image(s) to digests"));
+        }
         if self.check {
             let differences = bundle::write::compare(&generated, &output)?;
             if differences.is_empty() {

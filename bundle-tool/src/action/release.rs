@@ -53,6 +53,11 @@ pub struct ReleaseArgs {
     /// fail the release (or `release.olmV1: true`).
     #[arg(long = "olm-v1")]
     pub olm_v1: bool,
+    /// Pin every image the CSV names to its digest (`name@sha256:…`), resolved through the
+    /// registries with the auth files' credentials; relatedImages lists each
+    /// (`release.pinDigests`).
+    #[arg(long)]
+    pub pin_digests: bool,
     /// Push the images to the registries their references name (or `release.push: true`);
     /// without it they go to the OCI layout and nothing is pushed.
     #[arg(long)]
@@ -93,6 +98,7 @@ impl ReleaseArgs {
             min_level: self.min_level.clone(),
             max_risk: self.max_risk.clone(),
             olm_v1: self.olm_v1,
+            pin_digests: self.pin_digests,
             push: self.push,
             oci_layout: self.oci_layout.clone(),
             registry: self.registry.settings(),

@@ -77,6 +77,10 @@ pub struct ReleaseConfig {
     /// refuse stops the release.
     #[serde(default, rename = "olmV1")]
     pub olm_v1: bool,
+    /// Pin every image the CSV names to its digest, resolved through the registries, so that
+    /// a disconnected cluster's digest-only mirror serves them (`--pin-digests`).
+    #[serde(default)]
+    pub pin_digests: bool,
     /// For OLM v1: the installer ServiceAccount's RBAC for the released bundle, and for the
     /// upgrades into it, written to a file for the cluster admin (docs/olm-v1.md).
     #[serde(default, rename = "olmV1Installer")]

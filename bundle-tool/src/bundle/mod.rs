@@ -7,6 +7,7 @@ pub mod config;
 pub mod generate;
 pub mod init;
 pub mod inputs;
+pub mod pin;
 pub mod read;
 pub mod write;
 

@@ -7,6 +7,7 @@ mod blob;
 mod build;
 mod catalog;
 mod credentials;
+mod digests;
 mod index;
 mod layer_cache;
 mod layout;
@@ -33,6 +34,7 @@ pub use catalog::{
     server_binary,
 };
 pub use credentials::Credentials;
+pub use digests::{DigestsError, resolve_digests};
 pub use index::{DOCKER_LIST_MEDIA_TYPE, INDEX_MEDIA_TYPE, platforms};
 pub use layer_cache::{CACHE_DIR_VARIABLE, LayerCache};
 pub use layout::{layout_digest, read_layout, write_images, write_layout};

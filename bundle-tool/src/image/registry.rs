@@ -444,6 +444,14 @@ impl RegistryClient {
         })
     }
 
+    /// The digest of the manifest (or index) at `reference`: computed over the bytes the
+    /// registry sends, not taken from its `Docker-Content-Digest` header, so a pinned
+    /// reference names exactly what a node pulling it gets. Of a multi-platform image it is
+    /// the index's digest, as operator-sdk's `--use-image-digests` pins it.
+    pub async fn manifest_digest(&self, reference: &Reference) -> anyhow::Result<String> {
+        Ok(digest(&self.pull_manifest(reference).await?))
+    }
+
     /// The manifest (or index) at `reference`, its digest checked.
     async fn pull_manifest(&self, reference: &Reference) -> anyhow::Result<Vec<u8>> {
         let auth = self.credentials.auth();

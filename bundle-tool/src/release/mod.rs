@@ -69,6 +69,12 @@ pub enum StepError {
     /// The audit's reading of the bundle.
     #[error("{0:#}")]
     Audit(#[from] anyhow::Error),
+    /// The CSV could not be pinned to digests.
+    #[error(transparent)]
+    Pin(#[from] crate::bundle::pin::PinError),
+    /// Some images could not be resolved to digests.
+    #[error(transparent)]
+    Digests(#[from] crate::image::DigestsError),
     /// A worker thread of the step panicked, or the audit failed on a file.
     #[error("{0}")]
     Message(String),

@@ -33,6 +33,8 @@ pub struct Settings {
     pub max_risk: Option<String>,
     /// Run the `olm-v1` validator too.
     pub olm_v1: bool,
+    /// Pin the CSV's images to digests.
+    pub pin_digests: bool,
     /// Push to registries.
     pub push: bool,
     /// The OCI image layout folder when not pushing.
@@ -92,6 +94,8 @@ pub struct Plan {
     pub max_risk: Option<(Risk, String)>,
     /// Run the `olm-v1` validator too (`--olm-v1` or `release.olmV1`).
     pub olm_v1: bool,
+    /// Pin every image the CSV names to its digest (`--pin-digests` or `release.pinDigests`).
+    pub pin_digests: bool,
     /// Where to write the OLM v1 installer's RBAC, and for whom (`release.olmV1Installer`).
     pub olm_v1_installer: Option<InstallerRbacFile>,
     /// Push to registries (else write the OCI layout).
@@ -265,6 +269,7 @@ impl Plan {
             min_level,
             max_risk,
             olm_v1: args.olm_v1 || release.olm_v1,
+            pin_digests: args.pin_digests || release.pin_digests,
             olm_v1_installer: release.olm_v1_installer.as_ref().map(|installer| {
                 InstallerRbacFile {
                     file: base(&args.config).join(&installer.file),
