@@ -80,23 +80,17 @@ fn anonymous_digest(reference: &str, ca: &Path) -> String {
     report["digest"].as_str().expect("a digest").to_string()
 }
 
-/// Pushes of the Redis bundle as `ci` over `--ca-file`, then pulls without credentials; the
-/// CA also works through `SSL_CERT_FILE`.
-#[tokio::test]
-async fn push_and_pull_with_a_ca_file_and_token_auth() {
-    let registry = start(Duration::from_secs(300)).await;
-    let ca = registry.ca_file().display().to_string();
-    let reference = format!("{}/team/app:v0.1.0", registry.host());
-    let bundle = e2e::corpus::redis_bundle().display().to_string();
+/// `bundle-tool push SOURCE REFERENCE` as `ci`, trusting `ca`; the digest it reports.
+fn push_as_ci(source: &str, reference: &str, ca: &str) -> String {
     let pushed = succeeded(
-        "push",
+        &format!("push {reference}"),
         &bundle_tool(
             &[
                 "push",
-                &bundle,
-                &reference,
+                source,
+                reference,
                 "--ca-file",
-                &ca,
+                ca,
                 "--username",
                 "ci",
                 "--password-stdin",
@@ -105,11 +99,22 @@ async fn push_and_pull_with_a_ca_file_and_token_auth() {
             &[],
         ),
     );
-    let digest = pushed
+    pushed
         .trim()
         .rsplit_once('@')
         .map(|(_, d)| d.to_string())
-        .expect("push prints REF@DIGEST");
+        .expect("push prints REF@DIGEST")
+}
+
+/// Pushes of the Redis bundle as `ci` over `--ca-file`, then pulls without credentials; the
+/// CA also works through `SSL_CERT_FILE`.
+#[tokio::test]
+async fn push_and_pull_with_a_ca_file_and_token_auth() {
+    let registry = start(Duration::from_secs(300)).await;
+    let ca = registry.ca_file().display().to_string();
+    let reference = format!("{}/team/app:v0.1.0", registry.host());
+    let bundle = e2e::corpus::redis_bundle().display().to_string();
+    let digest = push_as_ci(&bundle, &reference, &ca);
     assert_eq!(anonymous_digest(&reference, registry.ca_file()), digest);
     let scratch = tempfile::tempdir().unwrap();
     let pulled = scratch.path().join("pulled");
@@ -684,24 +689,7 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
         // Different sizes: five different images.
         let layout = write_big_layout(&scratch.path().join(tag), 1, 1024 * (i + 1));
         let reference = format!("{host}/team/app:{tag}");
-        let pushed = succeeded(
-            &format!("push {reference}"),
-            &bundle_tool(
-                &[
-                    "push",
-                    &format!("{}:big", layout.display()),
-                    &reference,
-                    "--ca-file",
-                    &ca,
-                    "--username",
-                    "ci",
-                    "--password-stdin",
-                ],
-                Some(&password()),
-                &[],
-            ),
-        );
-        let digest = pushed.trim().rsplit_once('@').map(|(_, d)| d).unwrap();
+        let digest = push_as_ci(&format!("{}:big", layout.display()), &reference, &ca);
         expected.push(format!("{host}/team/app@{digest}"));
     }
     let repo = release_repository();

@@ -709,13 +709,7 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
         if image.is_empty() || seen.contains_key(image) {
             return;
         }
-        let mut unique = name.clone();
-        let mut n = 1;
-        while names.contains(&unique) {
-            n += 1;
-            unique = format!("{name}-{n}");
-        }
-        names.insert(unique.clone());
+        let unique = claim_name(&mut names, &name);
         seen.insert(image.to_string(), unique);
     };
     // `RELATED_IMAGE_*` values first: an image that is also a container's keeps the name its
@@ -747,6 +741,19 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
         .collect();
     images.sort_by(|a, b| text(a, "/name").cmp(text(b, "/name")));
     images
+}
+
+/// `name`, or `name-2`, `name-3`, … when `names` has it already: a `relatedImages` name no
+/// other entry uses, added to `names`.
+pub(super) fn claim_name(names: &mut BTreeSet<String>, name: &str) -> String {
+    let mut unique = name.to_string();
+    let mut n = 1;
+    while names.contains(&unique) {
+        n += 1;
+        unique = format!("{name}-{n}");
+    }
+    names.insert(unique.clone());
+    unique
 }
 
 /// A container's `WATCH_NAMESPACE` becomes the namespaces of the OperatorGroup OLM installs

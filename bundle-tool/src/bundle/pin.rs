@@ -179,13 +179,7 @@ fn complete_related_images(csv: &mut Value) {
         if image.is_empty() || !listed.insert(image.clone()) {
             continue;
         }
-        let mut unique = name.clone();
-        let mut n = 1;
-        while names.contains(&unique) {
-            n += 1;
-            unique = format!("{name}-{n}");
-        }
-        names.insert(unique.clone());
+        let unique = super::generate::claim_name(&mut names, &name);
         related.push(json!({"name": unique, "image": image}));
     }
     if !related.is_empty() {

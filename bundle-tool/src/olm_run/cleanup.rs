@@ -204,6 +204,20 @@ async fn finish(
         );
         return Ok(None);
     }
+    // Which kept CRDs convert through this namespace's webhook, read before the CSV goes: OLM
+    // may have reset them by the time everything is gone.
+    let mut converting = Vec::new();
+    if !request.delete_crds {
+        for crd in crds {
+            let object = cluster.get(Kind::CustomResourceDefinition, crd).await?;
+            if let Some(service) = object
+                .as_ref()
+                .and_then(|o| webhook_service_in(o, &cluster.namespace))
+            {
+                converting.push((crd.clone(), service));
+            }
+        }
+    }
     for (kind, object) in &doomed {
         cluster.delete(*kind, name(object)).await?;
         steps.push("deleted", describe(*kind, object), "");
@@ -226,10 +240,8 @@ async fn finish(
         .await?;
     }
     steps.push("gone", format!("{} objects", doomed.len()), "");
-    if !request.delete_crds {
-        for crd in crds {
-            wait_conversion_released(cluster, steps, request.timeout, crd).await?;
-        }
+    for (crd, service) in &converting {
+        wait_conversion_released(cluster, steps, request.timeout, crd, service).await?;
     }
     Ok(csv_name)
 }
@@ -240,8 +252,8 @@ async fn finish(
 /// command timeout.
 const CONVERSION_RELEASE_WAIT: Duration = Duration::from_secs(30);
 
-/// Waits until the kept CRD `crd` no longer converts through a webhook Service of this
-/// namespace, and says so.
+/// Waits until the kept CRD `crd`, which converted through the webhook Service `service` of
+/// this namespace before cleanup, no longer does, and says so.
 ///
 /// The deleted CSV's conversion webhook stays in the CRD until OLM resets the strategy to
 /// `None`. Until then every read of a custom resource in a version other than the stored one
@@ -255,37 +267,35 @@ async fn wait_conversion_released(
     steps: &mut Steps,
     timeout: Duration,
     crd: &str,
+    service: &str,
 ) -> Result<(), RunError> {
     let deadline = (Instant::now() + CONVERSION_RELEASE_WAIT).min(steps.started + timeout);
-    let mut service = None;
     loop {
         let object = cluster.get(Kind::CustomResourceDefinition, crd).await?;
-        match object
+        let still = object
             .as_ref()
             .and_then(|o| webhook_service_in(o, &cluster.namespace))
-        {
-            Some(named) => service = Some(named),
-            None => {
-                if service.is_some() {
-                    steps.push(
-                        "released",
-                        format!("CustomResourceDefinition {crd}"),
-                        "OLM took the deleted CSV's conversion webhook off it",
-                    );
-                }
-                return Ok(());
-            }
+            .is_some_and(|named| named == service);
+        if !still {
+            steps.push(
+                "released",
+                format!("CustomResourceDefinition {crd}"),
+                format!(
+                    "no longer converts through the deleted operator's webhook Service {}/{service}",
+                    cluster.namespace
+                ),
+            );
+            return Ok(());
         }
         if Instant::now() >= deadline {
             steps.push(
                 "note",
                 format!("CustomResourceDefinition {crd}"),
                 format!(
-                    "still converts through the webhook Service {}/{}, which is gone: reads of \
-                     its custom resources in other versions fail until its spec.conversion is \
-                     set to strategy None (or the operator is installed again)",
-                    cluster.namespace,
-                    service.unwrap_or_default()
+                    "still converts through the webhook Service {}/{service}, which is gone: \
+                     reads of its custom resources in other versions fail until its \
+                     spec.conversion is set to strategy None (or the operator is installed again)",
+                    cluster.namespace
                 ),
             );
             return Ok(());
