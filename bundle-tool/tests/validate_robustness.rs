@@ -145,6 +145,28 @@ fn truncated_csvs_give_a_report() {
     );
 }
 
+/// A webhook type OLM's CSV CRD does not list (here what a cut inside `ConversionWebhook`
+/// leaves) is an error naming the field: the API server would refuse the CSV.
+#[test]
+fn an_unknown_webhook_type_is_refused() {
+    let text = original();
+    assert!(
+        text.contains("type: ConversionWebhook\n"),
+        "the CSV has no conversion webhook"
+    );
+    let dir =
+        bundle_with_csv(&text.replace("type: ConversionWebhook\n", "type: ConversionWebho\n"));
+    let report = validate_bundle(dir.path(), Suite::OperatorFramework);
+    assert!(
+        report.findings.iter().any(|f| f
+            .to_string()
+            .contains("Unsupported value: \"ConversionWebho\"")
+            && f.field.as_deref() == Some("spec.webhookdefinitions[0].type")),
+        "{report:?}"
+    );
+    assert!(!report.passed());
+}
+
 #[test]
 fn fields_of_the_wrong_type_give_a_report() {
     let text = original();

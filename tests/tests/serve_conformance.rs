@@ -82,7 +82,10 @@ fn assert_same_bundle(what: &str, ours: api::Bundle, theirs: api::Bundle) {
 fn first_difference(ours: &Value, theirs: &Value, path: &str) -> Option<String> {
     match (ours, theirs) {
         (Value::Object(a), Value::Object(b)) => {
-            for key in a.keys().chain(b.keys()) {
+            // Each key once: visiting the shared keys from both sides doubled the work at every
+            // level, 2^depth on the CRD schemas of olm.bundle.object (minutes on the scheduling
+            // fields' deep affinity schemas).
+            for key in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
                 let (x, y) = (a.get(key), b.get(key));
                 let here = format!("{path}.{key}");
                 match (x, y) {

@@ -783,6 +783,8 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
         "--pin-digests",
         "--ca-file",
         &ca,
+        "-o",
+        "json",
     ]);
     let summary = succeeded("release --pin-digests", &release);
     assert!(

@@ -42,6 +42,13 @@ pub const CAPABILITIES: [&str; 5] = [
 /// The size limit of a bundle's manifests, gzip-compressed and base64-encoded.
 const MAX_BUNDLE_SIZE: u64 = 1 << 20;
 
+/// The webhook types OLM's CSV CRD allows.
+const WEBHOOK_TYPES: [&str; 3] = [
+    "ValidatingAdmissionWebhook",
+    "MutatingAdmissionWebhook",
+    "ConversionWebhook",
+];
+
 /// Runs the default validators (CSV, CRD, bundle) and the selected optional ones.
 pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
     let csv = &bundle.csv;
@@ -101,6 +108,26 @@ pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
         let supported = m["supported"] == true;
         all == supported
     });
+    // OLM's CSV CRD enumerates the webhook types (operator-framework/api's
+    // WebhookDescription, `+kubebuilder:validation:Enum`): the API server refuses a CSV with
+    // any other when OLM creates it. operator-sdk's validators do not look.
+    let webhooks = csv["spec"]["webhookdefinitions"].as_array();
+    for (i, webhook) in webhooks.into_iter().flatten().enumerate() {
+        let kind = text(webhook, "/type");
+        if !WEBHOOK_TYPES.contains(&kind) {
+            add(Finding {
+                field: Some(format!("spec.webhookdefinitions[{i}].type")),
+                ..Finding::error(
+                    kind,
+                    format!(
+                        "({name}) Unsupported value: {kind:?}: supported values: {}",
+                        WEBHOOK_TYPES.map(|t| format!("{t:?}")).join(", ")
+                    ),
+                )
+            }
+            .in_file(&csv_file));
+        }
+    }
     if has_conversion && !only_all_namespaces {
         add(Finding::error("", format!(
             "({name}) only AllNamespaces InstallModeType is supported when conversionCRDs is present"
