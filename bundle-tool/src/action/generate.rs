@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::registry_args::{TransportArgs, runtime};
+use super::registry_args::TransportArgs;
 use super::{Action, ActionError, Outcome};
 use crate::bundle::inputs::{created_at, csv_file, source_date_epoch_is_set};
 use crate::bundle::{self, BundleInputs, GenerateConfig, GeneratedBundle};
@@ -71,22 +71,6 @@ impl GenerateArgs {
     }
 }
 
-impl GenerateArgs {
-    /// Resolves the generated CSV's images and pins them; how many.
-    fn pin_images(&self, generated: &mut GeneratedBundle) -> Result<usize, ActionError> {
-        let (_, csv) = generated.csv_value()?;
-        let images = bundle::pin::unpinned_images(&csv);
-        let access = crate::image::RegistrySettings {
-            transport: self.transport.transport(),
-            username: None,
-        }
-        .access()?;
-        let digests = runtime()?.block_on(crate::image::resolve_digests(&images, &access))?;
-        generated.pin_images(&digests)?;
-        Ok(images.len())
-    }
-}
-
 impl Action for GenerateArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let config = self.config()?;
@@ -108,7 +92,10 @@ impl Action for GenerateArgs {
             .map(|w| format!("warning: {}", w.0))
             .collect();
         if self.use_image_digests {
-            let pinned = self.pin_images(&mut generated)?;
+            let transport = self.transport.transport();
+            let pinned = generated.pin_images(|images| {
+                crate::image::resolve_digests(images, &transport).map_err(ActionError::from)
+            })?;
             notes.push(format!("pinned {pinned} image(s) to digests"));
         }
         if self.check {

@@ -703,37 +703,17 @@ fn split_camel(name: &str) -> String {
 /// Every image the Deployments run (containers and init containers) and every
 /// `RELATED_IMAGE_*` value, named after its container or variable, each image once.
 fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
+    let pods = deployments
+        .iter()
+        .map(|d| &d.document.value["spec"]["template"]["spec"]);
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
-    let mut add = |name: String, image: &str| {
-        if image.is_empty() || seen.contains_key(image) {
-            return;
+    for (name, image) in image_candidates(pods) {
+        if image.is_empty() || seen.contains_key(&image) {
+            continue;
         }
         let unique = claim_name(&mut names, &name);
-        seen.insert(image.to_string(), unique);
-    };
-    // `RELATED_IMAGE_*` values first: an image that is also a container's keeps the name its
-    // variable gives it, as in operator-sdk's list.
-    for env_pass in [true, false] {
-        for deployment in deployments {
-            let pod = &deployment.document.value["spec"]["template"]["spec"];
-            for list in ["initContainers", "containers"] {
-                for container in pod[list].as_array().into_iter().flatten() {
-                    if !env_pass {
-                        add(
-                            text(container, "/name").to_string(),
-                            text(container, "/image"),
-                        );
-                        continue;
-                    }
-                    for env in container["env"].as_array().into_iter().flatten() {
-                        if let Some(suffix) = text(env, "/name").strip_prefix("RELATED_IMAGE_") {
-                            add(suffix.to_lowercase().replace('_', "-"), text(env, "/value"));
-                        }
-                    }
-                }
-            }
-        }
+        seen.insert(image, unique);
     }
     let mut images: Vec<Value> = seen
         .into_iter()
@@ -741,6 +721,40 @@ fn related_images(deployments: &[&KubeObject]) -> Vec<Value> {
         .collect();
     images.sort_by(|a, b| text(a, "/name").cmp(text(b, "/name")));
     images
+}
+
+/// The images of `pods` (pod specs) with the `relatedImages` name each would get, in the
+/// order names are claimed: every `RELATED_IMAGE_*` value first (the variable's suffix), so
+/// that an image that is also a container's keeps the name its variable gives it, as in
+/// operator-sdk's list; then each init container's and container's image (its name).
+pub(super) fn image_candidates<'a>(
+    pods: impl Iterator<Item = &'a Value> + Clone,
+) -> Vec<(String, String)> {
+    let mut candidates = Vec::new();
+    for variables in [true, false] {
+        for pod in pods.clone() {
+            for list in ["initContainers", "containers"] {
+                for container in pod[list].as_array().into_iter().flatten() {
+                    if !variables {
+                        candidates.push((
+                            text(container, "/name").to_string(),
+                            text(container, "/image").to_string(),
+                        ));
+                        continue;
+                    }
+                    for env in container["env"].as_array().into_iter().flatten() {
+                        if let Some(suffix) = text(env, "/name").strip_prefix("RELATED_IMAGE_") {
+                            candidates.push((
+                                suffix.to_lowercase().replace('_', "-"),
+                                text(env, "/value").to_string(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    candidates
 }
 
 /// `name`, or `name-2`, `name-3`, … when `names` has it already: a `relatedImages` name no

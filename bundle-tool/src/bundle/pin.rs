@@ -147,34 +147,12 @@ fn complete_related_images(csv: &mut Value) {
         listed.extend(entry["image"].as_str().map(str::to_string));
         names.extend(entry["name"].as_str().map(str::to_string));
     }
-    let mut wanted: Vec<(String, String)> = Vec::new();
-    let deployments = csv["spec"]["install"]["spec"]["deployments"].as_array();
-    // Variables first: an image that is also a container's keeps its variable's name, as
-    // `generate` names it.
-    for variables in [true, false] {
-        for deployment in deployments.into_iter().flatten() {
-            let pod = &deployment["spec"]["template"]["spec"];
-            for list in ["initContainers", "containers"] {
-                for container in pod[list].as_array().into_iter().flatten() {
-                    if !variables {
-                        if let Some(image) = container["image"].as_str() {
-                            let name = container["name"].as_str().unwrap_or("image");
-                            wanted.push((name.to_string(), image.to_string()));
-                        }
-                        continue;
-                    }
-                    for env in container["env"].as_array().into_iter().flatten() {
-                        let name = env["name"].as_str().unwrap_or_default();
-                        if let (Some(suffix), Some(image)) =
-                            (name.strip_prefix("RELATED_IMAGE_"), env["value"].as_str())
-                        {
-                            wanted.push((suffix.to_lowercase().replace('_', "-"), image.into()));
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let pods = csv["spec"]["install"]["spec"]["deployments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| &d["spec"]["template"]["spec"]);
+    let wanted = super::generate::image_candidates(pods);
     for (name, image) in wanted {
         if image.is_empty() || !listed.insert(image.clone()) {
             continue;
@@ -188,28 +166,26 @@ fn complete_related_images(csv: &mut Value) {
 }
 
 impl GeneratedBundle {
-    /// The CSV as a value, read back from the text the generator wrote.
-    pub fn csv_value(&self) -> Result<(String, Value), PinError> {
+    /// Pins the CSV's images ([`pin_csv`]) to the digests `resolve` gives for the images not
+    /// pinned yet, and writes the CSV back in the generator's form; how many were resolved.
+    /// Resolving is the caller's (a registry's), so this module stays pure.
+    pub fn pin_images<E: From<PinError>>(
+        &mut self,
+        resolve: impl FnOnce(&BTreeSet<String>) -> Result<BTreeMap<String, String>, E>,
+    ) -> Result<usize, E> {
         let file = csv_file(self).ok_or(PinError::NoCsv)?.to_string();
-        let value =
-            serde_saphyr::from_str(&self.files[&file]).map_err(|error| PinError::Unreadable {
-                file: file.clone(),
-                message: error.to_string(),
-            })?;
-        Ok((file, value))
-    }
-
-    /// Pins the CSV's images to `digests` ([`pin_csv`]) and writes it back in the
-    /// generator's form.
-    pub fn pin_images(&mut self, digests: &BTreeMap<String, String>) -> Result<(), PinError> {
-        let (file, mut csv) = self.csv_value()?;
-        pin_csv(&mut csv, digests)?;
-        let text = serde_saphyr::to_string(&csv).map_err(|error| PinError::Unreadable {
+        let unreadable = |message: String| PinError::Unreadable {
             file: file.clone(),
-            message: error.to_string(),
-        })?;
+            message,
+        };
+        let mut csv: Value = serde_saphyr::from_str(&self.files[&file])
+            .map_err(|error| unreadable(error.to_string()))?;
+        let images = unpinned_images(&csv);
+        let digests = resolve(&images)?;
+        pin_csv(&mut csv, &digests)?;
+        let text = serde_saphyr::to_string(&csv).map_err(|error| unreadable(error.to_string()))?;
         self.files.insert(file, text);
-        Ok(())
+        Ok(images.len())
     }
 }
 

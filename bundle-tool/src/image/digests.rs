@@ -7,34 +7,56 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{RegistryAccess, parse_reference};
+use super::{RegistryAccess, RegistrySettings, Transport, parse_reference};
 
-/// Some images could not be resolved.
+/// Why images could not be pinned.
 #[derive(Debug)]
-pub struct DigestsError {
+pub enum DigestsError {
     /// Each image that failed, with why.
-    pub failures: Vec<(String, String)>,
+    Unresolved(Vec<(String, String)>),
+    /// The runtime or the registry settings could not be set up.
+    Io(std::io::Error),
 }
 
 impl std::fmt::Display for DigestsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot pin {} image(s) to a digest:",
-            self.failures.len()
-        )?;
-        for (image, why) in &self.failures {
-            write!(f, "\n  {image}: {why}")?;
+        match self {
+            DigestsError::Unresolved(failures) => {
+                write!(f, "cannot pin {} image(s) to a digest:", failures.len())?;
+                for (image, why) in failures {
+                    write!(f, "\n  {image}: {why}")?;
+                }
+                Ok(())
+            }
+            DigestsError::Io(error) => write!(f, "{}", crate::error_chain::with_causes(error)),
         }
-        Ok(())
     }
 }
 
 impl std::error::Error for DigestsError {}
 
 /// The digest of each of `images` (reference → `sha256:…`), through the registries' manifest
-/// endpoints with `access`'s transport and credentials (the auth files per registry).
-pub async fn resolve_digests(
+/// endpoints over `transport`, with the auth files' credentials for each registry (as
+/// operator-sdk's default keychain reads them), on a runtime of its own.
+pub fn resolve_digests(
+    images: &BTreeSet<String>,
+    transport: &Transport,
+) -> Result<BTreeMap<String, String>, DigestsError> {
+    let access = RegistrySettings {
+        transport: transport.clone(),
+        username: None,
+    }
+    .access()
+    .map_err(DigestsError::Io)?;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(DigestsError::Io)?
+        .block_on(lookup_all(images, &access))
+}
+
+/// Every lookup at once; every failure kept.
+async fn lookup_all(
     images: &BTreeSet<String>,
     access: &RegistryAccess,
 ) -> Result<BTreeMap<String, String>, DigestsError> {
@@ -54,7 +76,7 @@ pub async fn resolve_digests(
     if failures.is_empty() {
         Ok(digests)
     } else {
-        Err(DigestsError { failures })
+        Err(DigestsError::Unresolved(failures))
     }
 }
 

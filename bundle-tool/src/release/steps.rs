@@ -17,9 +17,9 @@ use super::publish::Registries;
 use super::summary::{Step, StepStatus, Summary};
 use super::{Outputs, Plan, ReleaseError, StepError, bundle_diff};
 use crate::audit::CapabilityLevel;
+use crate::bundle::BundleInputs;
 use crate::bundle::inputs::{created_at, created_at_of_csv};
 use crate::bundle::write::write_scratch_bundle;
-use crate::bundle::{BundleInputs, GeneratedBundle};
 use crate::catalog::declcfg::Bundle;
 use crate::catalog::render::render_bundle_dir;
 use crate::image::{self, BuiltImage};
@@ -175,8 +175,15 @@ fn generate(
     };
     let inputs = BundleInputs::read(&plan.config, None).map_err(|e| failed(e.into()))?;
     let mut generated = inputs.generate(&created_at).map_err(|e| failed(e.into()))?;
+    // Credentials come from the auth files only: the user named for the push is for the
+    // release's own registry.
     let pinned = if plan.pin_digests {
-        pin_images(plan, &mut generated).map_err(failed)?
+        generated
+            .pin_images(|images| {
+                crate::image::resolve_digests(images, &plan.registry.transport)
+                    .map_err(StepError::from)
+            })
+            .map_err(failed)?
     } else {
         0
     };
@@ -209,25 +216,6 @@ fn generate(
         bundle_dir,
         rendered,
     })
-}
-
-/// Pins the generated CSV's images to their digests (`release.pinDigests`); how many were
-/// resolved. Credentials come from the auth files only: the user named for the push is for
-/// the release's own registry, and operator-sdk's `--use-image-digests` reads the same files.
-fn pin_images(plan: &Plan, generated: &mut GeneratedBundle) -> Result<usize, StepError> {
-    let (_, csv) = generated.csv_value()?;
-    let images = crate::bundle::pin::unpinned_images(&csv);
-    let access = crate::image::RegistrySettings {
-        transport: plan.registry.transport.clone(),
-        username: None,
-    }
-    .access()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let digests = runtime.block_on(crate::image::resolve_digests(&images, &access))?;
-    generated.pin_images(&digests)?;
-    Ok(images.len())
 }
 
 /// Already released: the same content (and the same entries' skipRange) in every channel
