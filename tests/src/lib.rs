@@ -34,6 +34,7 @@ mod process;
 mod provisioner;
 mod registry;
 pub mod registry_server;
+pub mod release_inputs;
 mod token_registry;
 pub mod token_server;
 pub mod upgrade_pairs;

@@ -173,6 +173,26 @@ impl OciRegistry {
             .expect("the registry's address is host:port")
     }
 
+    /// Removes every tag of `repository`, leaving its manifests reachable by digest only:
+    /// a mirror as oc-mirror leaves it, where a pull by tag finds nothing. docker-registry
+    /// keeps each tag as a folder under `_manifests/tags` and reads it on every request
+    /// (no tag cache in this configuration), so removing the folders is the same as the
+    /// registry never having had them.
+    pub fn remove_tags(&self, repository: &str) -> anyhow::Result<()> {
+        let tags = self
+            ._dir
+            .path()
+            .join("data/docker/registry/v2/repositories")
+            .join(repository)
+            .join("_manifests/tags");
+        anyhow::ensure!(
+            tags.is_dir(),
+            "{} holds no tags of {repository}",
+            tags.display()
+        );
+        std::fs::remove_dir_all(&tags).with_context(|| format!("removing {}", tags.display()))
+    }
+
     /// The auth it was started with.
     pub fn auth(&self) -> &RegistryAuth {
         &self.auth

@@ -4,7 +4,7 @@
 //! `team/app`, `team/app-catalog` and `team/bundles/redis-operator`, not `other/app`;
 //! anyone may pull).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -324,73 +324,14 @@ async fn wrong_credentials_fail_at_once_in_the_token_servers_words() {
     );
 }
 
-/// An OCI layout of one image with `layers` layers of `size` bytes each, none alike.
-fn write_big_layout(dir: &Path, layers: usize, size: usize) -> PathBuf {
-    let blobs = dir.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    let write_blob = |bytes: &[u8]| -> (String, usize) {
-        let digest = bundle_tool::image::digest(bytes);
-        std::fs::write(blobs.join(digest.trim_start_matches("sha256:")), bytes).unwrap();
-        (digest, bytes.len())
-    };
-    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
-    let mut descriptors = Vec::new();
-    for _ in 0..layers {
-        let mut bytes = Vec::with_capacity(size);
-        while bytes.len() < size {
-            // xorshift: incompressible and different in every layer.
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            bytes.extend_from_slice(&state.to_le_bytes());
-        }
-        let (digest, size) = write_blob(&bytes);
-        descriptors.push(serde_json::json!({
-            "mediaType": "application/vnd.oci.image.layer.v1.tar",
-            "digest": digest,
-            "size": size,
-        }));
-    }
-    let config = serde_json::json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "rootfs": {"type": "layers", "diff_ids": descriptors.iter().map(|d| d["digest"].clone()).collect::<Vec<_>>()},
-    })
-    .to_string();
-    let (config_digest, config_size) = write_blob(config.as_bytes());
-    let manifest = serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": config_size},
-        "layers": descriptors,
-    })
-    .to_string();
-    let (manifest_digest, manifest_size) = write_blob(manifest.as_bytes());
-    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-    std::fs::write(
-        dir.join("index.json"),
-        serde_json::json!({
-            "schemaVersion": 2,
-            "manifests": [{
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": manifest_digest,
-                "size": manifest_size,
-                "annotations": {"org.opencontainers.image.ref.name": "big"},
-            }],
-        })
-        .to_string(),
-    )
-    .unwrap();
-    dir.to_path_buf()
-}
-
 /// Tokens that last one second, and a push of 192 MiB in 96 layers that lasts longer: the
 /// token expires during the push, a new one is asked for, and the push completes.
 #[tokio::test]
 async fn a_token_expiring_during_a_push_is_renewed() {
     let registry = start(Duration::from_secs(1)).await;
     let scratch = tempfile::tempdir().unwrap();
-    let layout = write_big_layout(scratch.path(), 96, 2 * 1024 * 1024);
+    let layout =
+        e2e::release_inputs::write_random_image_layout(scratch.path(), 96, 2 * 1024 * 1024);
     let reference = format!("{}/team/app:big", registry.host());
     let started = Instant::now();
     let output = bundle_tool(
@@ -441,37 +382,13 @@ async fn a_token_expiring_during_a_push_is_renewed() {
     assert_eq!(anonymous_digest(&reference, registry.ca_file()), digest);
 }
 
-/// A copy of what a release reads (as tests/tests/release.rs makes it).
-fn release_repository() -> tempfile::TempDir {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = tempfile::Builder::new()
-        .prefix("token-release-")
-        .tempdir()
-        .unwrap();
-    std::fs::copy(
-        workspace.join("bundle-tool.yaml"),
-        dir.path().join("bundle-tool.yaml"),
-    )
-    .unwrap();
-    for folder in ["operator/config", "catalog"] {
-        e2e::copy_dir(&workspace.join(folder), &dir.path().join(folder)).unwrap();
-    }
-    std::fs::create_dir(dir.path().join("olm")).unwrap();
-    std::fs::copy(
-        workspace.join("olm/clusterextension-rbac.yaml"),
-        dir.path().join("olm/clusterextension-rbac.yaml"),
-    )
-    .unwrap();
-    dir
-}
-
 /// `release --push` and `push-all` with `ci`'s password, then anonymous pulls of what they
 /// pushed.
 #[tokio::test]
 async fn release_and_push_all_push_with_a_token_and_pull_anonymously() {
     let registry = start(Duration::from_secs(300)).await;
     let ca = registry.ca_file().display().to_string();
-    let repo = release_repository();
+    let repo = e2e::release_inputs::release_repository("token-release-");
     let bundle_repository = format!("{}/team/app-bundle", registry.host());
     let catalog_image = format!("{}/team/app-catalog:latest", registry.host());
     let mut command = Command::new(e2e::bundle_tool_binary());
@@ -687,12 +604,16 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
     let mut expected = Vec::new();
     for (i, (_, tag)) in public.iter().enumerate() {
         // Different sizes: five different images.
-        let layout = write_big_layout(&scratch.path().join(tag), 1, 1024 * (i + 1));
+        let layout = e2e::release_inputs::write_random_image_layout(
+            &scratch.path().join(tag),
+            1,
+            1024 * (i + 1),
+        );
         let reference = format!("{host}/team/app:{tag}");
         let digest = push_as_ci(&format!("{}:big", layout.display()), &reference, &ca);
         expected.push(format!("{host}/team/app@{digest}"));
     }
-    let repo = release_repository();
+    let repo = e2e::release_inputs::release_repository("token-release-");
     let manifests_path = repo.path().join("operator/config/manifests.yaml");
     let mut manifests = std::fs::read_to_string(&manifests_path).unwrap();
     for (name, tag) in public {

@@ -43,9 +43,13 @@ impl Action for PushArgs {
                 Location::Image(reference) => {
                     // A copy: credentials for the source come from the auth files.
                     let from = parse_reference(&reference)?;
-                    let client = self.registry.from_auth_files().client(&from)?;
+                    let access = self.registry.from_auth_files().access()?;
                     // An index is copied whole, every platform's image.
-                    runtime()?.block_on(client.pull_for(&from, None))?
+                    runtime()?.block_on(
+                        access.pull_from_sources(&from, |client, from| async move {
+                            client.pull_for(&from, None).await
+                        }),
+                    )?
                 }
             }
         };
@@ -153,12 +157,15 @@ pub struct PullArgs {
 impl Action for PullArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let source = parse_reference(&self.reference)?;
-        let client = self.registry.client(&source)?;
+        let access = self.registry.access()?;
         let platform = match &self.platform {
             Some(text) => Platform::parse(text)?,
             None => Platform::host(),
         };
-        let image = runtime()?.block_on(client.pull_for(&source, Some(&platform)))?;
+        let image = runtime()?.block_on(access.pull_from_sources(&source, |client, source| {
+            let platform = platform.clone();
+            async move { client.pull_for(&source, Some(&platform)).await }
+        }))?;
         let files = image::unpack_layers(&image.layers, &self.dir, None)?;
         Ok(Outcome::line(format!(
             "unpacked {} files of {}@{} into {}",
@@ -183,8 +190,12 @@ pub struct InspectArgs {
 impl Action for InspectArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let source = parse_reference(&self.reference)?;
-        let client = self.registry.client(&source)?;
-        let image = runtime()?.block_on(client.pull_for(&source, None))?;
+        let access = self.registry.access()?;
+        let image = runtime()?.block_on(
+            access.pull_from_sources(&source, |client, source| async move {
+                client.pull_for(&source, None).await
+            }),
+        )?;
         let json = |bytes: &[u8]| -> Result<serde_json::Value, ActionError> {
             serde_json::from_slice(bytes).map_err(|e| ActionError::message(e.to_string()))
         };

@@ -19,6 +19,12 @@ pub struct TransportArgs {
     /// the network path can then read and change what is pushed and pulled).
     #[arg(long)]
     pub insecure_skip_tls_verify: bool,
+    /// Pull through the mirrors, and refuse the blocked registries, of this containers
+    /// registries.conf (v2), read instead of $CONTAINERS_REGISTRIES_CONF,
+    /// ~/.config/containers/registries.conf or /etc/containers/registries.conf; drop-ins in
+    /// registries.conf.d are read as podman reads them. Pushes ignore it.
+    #[arg(long, value_name = "FILE")]
+    pub registries_conf: Option<PathBuf>,
 }
 
 impl TransportArgs {
@@ -28,6 +34,7 @@ impl TransportArgs {
             plain_http: self.plain_http,
             ca_files: self.ca_file.clone(),
             insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            registries_conf: self.registries_conf.clone(),
         }
     }
 }

@@ -37,7 +37,9 @@ impl std::error::Error for DigestsError {}
 
 /// The digest of each of `images` (reference → `sha256:…`), through the registries' manifest
 /// endpoints over `transport`, with the auth files' credentials for each registry (as
-/// operator-sdk's default keychain reads them), on a runtime of its own.
+/// operator-sdk's default keychain reads them), on a runtime of its own. A mirror that
+/// registries.conf gives is asked first, as a node behind it pulls; the pinned reference
+/// keeps the image's own name, which the node's mirror configuration maps again.
 pub fn resolve_digests(
     images: &BTreeSet<String>,
     transport: &Transport,
@@ -83,6 +85,9 @@ async fn lookup_all(
 /// The digest of one image.
 async fn digest_of(image: &str, access: &RegistryAccess) -> anyhow::Result<String> {
     let reference = parse_reference(image)?;
-    let client = access.client(&reference)?;
-    client.manifest_digest(&reference).await
+    access
+        .pull_from_sources(&reference, |client, reference| async move {
+            client.manifest_digest(&reference).await
+        })
+        .await
 }

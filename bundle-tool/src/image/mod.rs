@@ -15,6 +15,7 @@ mod platform;
 mod pull;
 mod push;
 mod reference;
+mod registries_conf;
 mod registry;
 mod retry;
 mod rootfs;
@@ -43,6 +44,7 @@ pub use pull::{
     BUNDLE_PACKAGE_LABEL, BundleImagePuller, ImageKind, PullError, PulledImage, pull_to_temp,
 };
 pub use reference::parse_reference;
+pub use registries_conf::{ConfFiles, PullSource, RegistriesConf, RegistriesConfError};
 pub use registry::{BlobsPushed, RegistryClient};
 pub use rootfs::{ContainerConfig, RootfsEntry, build_rootfs_image, program_with_libraries};
 pub use transport::{Transport, TransportError};

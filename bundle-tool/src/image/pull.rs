@@ -4,9 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::unpack::unpack_layers;
-use super::{
-    CATALOG_CONFIGS_LABEL, Credentials, RegistryClient, Transport, TransportError, parse_reference,
-};
+use super::{CATALOG_CONFIGS_LABEL, RegistrySettings, Transport, TransportError, parse_reference};
 
 /// The label every bundle image carries (opm checks it too).
 pub const BUNDLE_PACKAGE_LABEL: &str = "operators.operatorframework.io.bundle.package.v1";
@@ -62,11 +60,23 @@ impl PulledImage {
     }
 }
 
-/// Pulls `reference` (credentials from the auth files) and unpacks its layers.
+/// Pulls `reference` (credentials from the auth files; mirrors from registries.conf) and
+/// unpacks its layers.
 pub fn pull_to_temp(reference: &str, transport: &Transport) -> Result<PulledImage, PullError> {
     let parsed = parse_reference(reference).map_err(PullError::Reference)?;
-    let client = RegistryClient::new(transport, Credentials::from_auth_files(parsed.registry()))?;
-    let image = block_on(client.pull(&parsed))?.map_err(PullError::Registry)?;
+    // A CA file that cannot be used is its own error, before any request.
+    transport.ca_certificates()?;
+    let access = RegistrySettings {
+        transport: transport.clone(),
+        username: None,
+    }
+    .access()?;
+    let image = block_on(
+        access.pull_from_sources(&parsed, |client, reference| async move {
+            client.pull(&reference).await
+        }),
+    )?
+    .map_err(PullError::Registry)?;
     let config: serde_json::Value = serde_json::from_slice(&image.config)?;
     let folder = tempfile::tempdir()?;
     let labels = &config["config"]["Labels"];

@@ -57,9 +57,34 @@ fn transient(error: &oci_client::errors::OciDistributionError) -> bool {
 impl RegistryClient {
     /// A client over `transport`; fails on a CA file it cannot use, naming it.
     pub fn new(transport: &Transport, credentials: Credentials) -> Result<Self, TransportError> {
+        transport.warn_if_insecure();
+        Self::over(transport, credentials, transport.insecure_skip_tls_verify)
+    }
+
+    /// A client over HTTPS that accepts any certificate, for a registry that registries.conf
+    /// marks `insecure`: the file is the user's word for it, so no warning is printed (nor
+    /// do podman and skopeo print one).
+    pub(super) fn unverified(
+        transport: &Transport,
+        credentials: Credentials,
+    ) -> Result<Self, TransportError> {
+        Self::over(
+            &Transport {
+                plain_http: false,
+                ..transport.clone()
+            },
+            credentials,
+            true,
+        )
+    }
+
+    fn over(
+        transport: &Transport,
+        credentials: Credentials,
+        accept_invalid_certificates: bool,
+    ) -> Result<Self, TransportError> {
         let client = std::sync::OnceLock::new();
         if !transport.plain_http {
-            transport.warn_if_insecure();
             let config = ClientConfig {
                 protocol: ClientProtocol::Https,
                 extra_root_certificates: transport
@@ -70,7 +95,7 @@ impl RegistryClient {
                         data: der.to_vec(),
                     })
                     .collect(),
-                accept_invalid_certificates: transport.insecure_skip_tls_verify,
+                accept_invalid_certificates,
                 ..Self::config()
             };
             // `Client::new` would fall back to a default client, silently dropping the CAs.

@@ -1,6 +1,6 @@
 //! How a registry is reached: plain HTTP (local registries), or HTTPS trusting the system's
 //! CA store (`SSL_CERT_FILE` replaces it, as with OpenSSL and Go) plus the CA files given,
-//! or, on request only, any certificate at all.
+//! or, on request only, any certificate at all; and which registries.conf pulls follow.
 
 use std::path::PathBuf;
 
@@ -16,6 +16,9 @@ pub struct Transport {
     pub ca_files: Vec<PathBuf>,
     /// Accept any certificate: no protection against anyone on the network path.
     pub insecure_skip_tls_verify: bool,
+    /// The registries.conf that pulls follow (mirrors, blocked and insecure registries)
+    /// instead of the standard places ([`super::ConfFiles::standard`]).
+    pub registries_conf: Option<PathBuf>,
 }
 
 /// Why the transport cannot be set up.
@@ -85,6 +88,9 @@ impl Transport {
         }
         if self.insecure_skip_tls_verify {
             flags.push("--insecure-skip-tls-verify".to_string());
+        }
+        if let Some(path) = &self.registries_conf {
+            flags.push(format!("--registries-conf {}", path.display()));
         }
         flags
     }
@@ -185,10 +191,15 @@ mod tests {
             plain_http: false,
             ca_files: vec!["ca.pem".into()],
             insecure_skip_tls_verify: true,
+            registries_conf: Some("mirrors.conf".into()),
         };
         assert_eq!(
             transport.flags(),
-            ["--ca-file ca.pem", "--insecure-skip-tls-verify"]
+            [
+                "--ca-file ca.pem",
+                "--insecure-skip-tls-verify",
+                "--registries-conf mirrors.conf"
+            ]
         );
     }
 }
