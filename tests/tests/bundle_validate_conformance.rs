@@ -768,3 +768,99 @@ fn mistyped_csv_fields_are_refused_like_operator_sdk() {
         "{refused} of {variants} refused"
     );
 }
+
+/// The `disconnected` validator (ours): on the Redis bundle, whose CSV names its images by
+/// tag, one warning per image named by tag (counted from the CSV itself), the verdict still a
+/// pass. operator-sdk has no such check: with every validator of `suite=operatorframework`
+/// selected, none of its warnings is about an image's tag or digest; docs/conformance.md
+/// says so.
+#[test]
+fn the_disconnected_validator_warns_of_every_tag_where_operator_sdk_says_nothing() {
+    let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle");
+    let csv_text =
+        std::fs::read_to_string(bundle.join("manifests/redis-operator.clusterserviceversion.yaml"))
+            .unwrap();
+    let csv: Value = serde_saphyr::from_str(&csv_text).unwrap();
+    let mut tagged = Vec::new();
+    for related in csv["spec"]["relatedImages"].as_array().unwrap() {
+        tagged.push(related["image"].as_str().unwrap().to_string());
+    }
+    for deployment in csv["spec"]["install"]["spec"]["deployments"]
+        .as_array()
+        .unwrap()
+    {
+        for kind in ["initContainers", "containers"] {
+            for container in deployment["spec"]["template"]["spec"][kind]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                tagged.push(container["image"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    tagged.retain(|image| !image.contains("@sha256:"));
+    assert!(
+        tagged.len() >= 5,
+        "the Redis CSV no longer names its images by tag: {tagged:?}"
+    );
+
+    let ours = Command::new(e2e::bundle_tool_binary())
+        .args([
+            "validate",
+            "--select-optional",
+            "name=disconnected",
+            "-o",
+            "json",
+        ])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let (pass, errors, warnings) = verdict(&ours, "bundle-tool", &bundle);
+    assert!(pass && errors.is_empty(), "{errors:#?}");
+    let by_tag: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("by tag, not by digest"))
+        .collect();
+    assert_eq!(
+        by_tag.len(),
+        tagged.len(),
+        "{by_tag:#?}\nexpected one for each of {tagged:#?}"
+    );
+    for image in &tagged {
+        assert!(
+            by_tag.iter().any(|w| w.contains(&format!("{image:?}"))),
+            "no warning names {image}: {by_tag:#?}"
+        );
+    }
+
+    let sdk = Assets::locate().unwrap().operator_sdk().unwrap();
+    let theirs = Command::new(&sdk)
+        .args([
+            "bundle",
+            "validate",
+            "--select-optional",
+            "suite=operatorframework",
+            "-o",
+            "json-alpha1",
+        ])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let (their_pass, _, their_warnings) = verdict(&theirs, "operator-sdk", &bundle);
+    assert!(
+        their_pass,
+        "operator-sdk fails the Redis bundle: {their_warnings:#?}"
+    );
+    assert!(
+        !their_warnings.is_empty(),
+        "operator-sdk printed no warning at all"
+    );
+    for warning in &their_warnings {
+        assert!(
+            !tagged.iter().any(|image| warning.contains(image.as_str()))
+                && !warning.to_lowercase().contains("digest"),
+            "operator-sdk warns about an image's tag after all: {warning}"
+        );
+    }
+}

@@ -355,6 +355,11 @@ pub fn run(bundle: &LoadedBundle, optional: &Optional, report: &mut Report) {
             add(finding);
         }
     }
+    if optional.disconnected {
+        for finding in super::disconnected::findings(bundle) {
+            add(finding.in_file(&csv_file));
+        }
+    }
     if optional.olm_v1 {
         // Each finding names its own file (the CSV, a CRD or a metadata file).
         for finding in super::olm_v1::findings(bundle) {

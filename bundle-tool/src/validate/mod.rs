@@ -4,13 +4,14 @@
 //! The loader's structural checks and typed CSV decoding, the default validators (CSV, CRD,
 //! bundle) and the optional ones of `suite=operatorframework` (operatorhubv2, capabilities,
 //! categories, alpha-deprecated-apis, good-practices), and our own `olm-v1` (what OLM v1 refuses;
-//! docs/olm-v1.md). docs/conformance.md lists what differs
+//! docs/olm-v1.md) and `disconnected` (images named by tag). docs/conformance.md lists what differs
 //! from operator-sdk and what is not implemented (a few CRD metadata rules, multiarch).
 
 mod bundle_checks;
 mod crd;
 mod csv_metadata;
 mod deprecated_apis;
+mod disconnected;
 mod examples;
 mod finding;
 mod good_practices;

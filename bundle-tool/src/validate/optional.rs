@@ -4,11 +4,13 @@
 
 /// The optional validators we implement: (name label, member of `suite=operatorframework`).
 /// `olm-v1` is ours (operator-sdk has no such validator) and in no suite: it is about another
-/// installer, so a bundle meant for OLM v0 only should not fail it by default. `multiarch`
+/// installer, so a bundle meant for OLM v0 only should not fail it by default. `disconnected`
+/// is ours too, and in no suite, so that the default and the operatorframework suite still
+/// say exactly what operator-sdk says (docs/conformance.md). `multiarch`
 /// pulls every image the CSV names, with a container tool, and is in no suite, as upstream.
 /// The deprecated `operatorhub`/`community` are not implemented; selecting them is refused
 /// rather than silently running nothing.
-const VALIDATORS: [(&str, bool); 7] = [
+const VALIDATORS: [(&str, bool); 8] = [
     ("operatorhubv2", true),
     ("capabilities", true),
     ("categories", true),
@@ -16,6 +18,7 @@ const VALIDATORS: [(&str, bool); 7] = [
     ("good-practices", true),
     ("olm-v1", false),
     ("multiarch", false),
+    ("disconnected", false),
 ];
 
 /// Names operator-sdk knows but we do not run, so that the refusal can say why.
@@ -41,6 +44,9 @@ pub struct Optional {
     /// `multiarch`: the platforms of every image the CSV names against its arch and os
     /// labels (operator-framework/api's multiple-architectures validator).
     pub multiarch: bool,
+    /// `disconnected`: every image the CSV names (relatedImages, containers, init
+    /// containers) pinned by digest.
+    pub disconnected: bool,
     /// `container-tools`: the tool `multiarch` inspects images with (docker, podman, none).
     pub container_tools: Option<String>,
     /// `k8s-version`: the Kubernetes version the bundle is meant for; removed APIs become
@@ -59,6 +65,7 @@ impl Optional {
             good_practices: true,
             olm_v1: false,
             multiarch: false,
+            disconnected: false,
             container_tools: None,
             k8s_version: None,
         }
@@ -73,6 +80,7 @@ impl Optional {
             || self.good_practices
             || self.olm_v1
             || self.multiarch
+            || self.disconnected
     }
 
     /// Selects validators with a label selector like operator-sdk's: requirements
@@ -121,6 +129,7 @@ impl Optional {
                     "alpha-deprecated-apis" => selected.deprecated_apis = true,
                     "olm-v1" => selected.olm_v1 = true,
                     "multiarch" => selected.multiarch = true,
+                    "disconnected" => selected.disconnected = true,
                     _ => selected.good_practices = true,
                 }
             }
