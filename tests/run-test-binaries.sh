@@ -14,6 +14,10 @@
 #   TEST_JOBS   how many jobs run at once (default 4; 1 runs them one after another)
 #   TEST_LOGS   folder for one log per job (default target/test-logs, emptied first)
 #   TEST_ONLY   space-separated job names to run instead of all (e.g. "e2e:release")
+#   TEST_WAIT_FOR  a file: when set, only the jobs that need no Go program beyond the
+#               clusters' (see needs_only_cluster_programs) start before it exists, the
+#               others once it does (tests/run-all.sh on a new machine: the rest of the Go
+#               programs are still building)
 #
 # The arguments are given to every `cargo test` (the build flags of run-all.sh, so that no
 # job rebuilds anything). Each job's log is kept; a failing job's tail is printed as soon as
@@ -60,6 +64,25 @@ expected_seconds() {
     e2e:multi_arch) echo 45 ;;
     *) echo 10 ;;
   esac
+}
+
+# The jobs that need, of the pinned Go programs (tests/assets/build-go-assets.sh), only those
+# it builds first: etcd, Kubernetes, kwok, CoreDNS, OLM v0, opm and grpc_health_probe (read
+# from the programs each one's test file and the harness modules it uses ask tests/src/assets.rs
+# for). A job named here that needs another program fails on a new machine, saying which
+# program is missing; one left out only starts later.
+needs_only_cluster_programs() {
+  case $1 in
+    redis-operator:olm_on_a_real_node | redis-operator:redis_on_a_real_node | \
+    redis-operator:run_on_a_real_node | e2e:serve_conformance | e2e:catalog_conformance | \
+    e2e:crash_safety | e2e:real_node) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+# Whether job NAME may start now.
+may_start() {
+  [ -z "${TEST_WAIT_FOR:-}" ] || [ -e "$TEST_WAIT_FOR" ] || needs_only_cluster_programs "$1"
 }
 
 # The jobs: name, then the cargo test arguments that select it. Every job says
@@ -157,13 +180,24 @@ start_job() {
 
 echo "running ${#order[@]} test jobs, $jobs_at_once at once (logs in $logs)"
 run_start=$(now)
-next=0
-while [ "$next" -lt "${#order[@]}" ] || [ "${#pid_of[@]}" -gt 0 ]; do
-  while [ "$next" -lt "${#order[@]}" ] && [ "${#pid_of[@]}" -lt "$jobs_at_once" ]; do
-    start_job "${order[$next]}"
-    next=$((next + 1))
+remaining=("${order[@]}")
+while [ "${#remaining[@]}" -gt 0 ] || [ "${#pid_of[@]}" -gt 0 ]; do
+  # Start, longest first, the jobs that may start, as long as there is room.
+  waiting=()
+  for name in "${remaining[@]}"; do
+    if [ "${#pid_of[@]}" -lt "$jobs_at_once" ] && may_start "$name"; then
+      start_job "$name"
+    else
+      waiting+=("$name")
+    fi
   done
-  wait -n
+  remaining=("${waiting[@]}")
+  if [ "${#remaining[@]}" -gt 0 ] && [ "${#pid_of[@]}" -lt "$jobs_at_once" ]; then
+    # Room, but the jobs left wait for TEST_WAIT_FOR: look again in a moment.
+    sleep 2
+  else
+    wait -n
+  fi
   for name in "${!pid_of[@]}"; do
     if ! kill -0 "${pid_of[$name]}" 2>/dev/null; then
       wait "${pid_of[$name]}"

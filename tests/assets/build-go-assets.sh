@@ -530,34 +530,23 @@ build_cert_manager() {
   } > "$out/manifests/cert-manager.yaml"
 }
 
-done_or_build etcd "$ETCD_VERSION" build_etcd
-# "+node": kubelet, kube-proxy and kubectl joined the build; a new key rebuilds an old entry.
+# The cache keys: a suffix marks a change of recipe, so that an old entry is built again.
+# "+node": kubelet, kube-proxy and kubectl joined the build.
 K8S_KEY="$K8S_VERSION+node"
-done_or_build kubernetes "$K8S_KEY" build_kubernetes
-# "+lease": the recipe changed (heartbeat stage added); a new key rebuilds the old cache entry.
+# "+lease": the recipe changed (heartbeat stage added).
 KWOK_KEY="$KWOK_VERSION+lease"
-done_or_build kwok "$KWOK_KEY" build_kwok
 # "+images": package-server, copy-content, cpb and the quickstart manifests joined the build
 # (OLM runs as pods on the real node).
 OLM_KEY="$OLM_VERSION+images"
-done_or_build olm "$OLM_KEY" build_olm
-done_or_build opm "$OPM_VERSION" build_opm
-done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
-# "+plugins": built with the Corefile's plugins only (a new key rebuilds an old entry).
+# "+plugins": built with the Corefile's plugins only.
 COREDNS_KEY="$COREDNS_VERSION+plugins"
-done_or_build coredns "$COREDNS_KEY" build_coredns
-done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
-done_or_build olm-crd-oracle "$OLM_VERSION" build_olm_crd_oracle
-done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
 # "+manifests": standard.yaml joined the entry.
 CATALOGD_KEY="$CATALOGD_VERSION+manifests"
-done_or_build catalogd "$CATALOGD_KEY" build_catalogd
-done_or_build olm-v1 "$OLM_V1_VERSION" build_olm_v1
-done_or_build helm "$HELM_VERSION" build_helm
-done_or_build cert-manager "$CERT_MANAGER_VERSION" build_cert_manager
 
-# One line per component, read by the Rust harness (tests/src/assets.rs).
-cat > "$ASSET_CACHE/index.env" <<INDEX
+# One line per component, read by the Rust harness (tests/src/assets.rs). Every path is known
+# before anything is built; a component not built yet is a missing program to the tests.
+write_index() {
+  cat > "$ASSET_CACHE/index.env.new" <<INDEX
 ETCD=$ASSET_CACHE/etcd-$ETCD_VERSION
 KUBERNETES=$ASSET_CACHE/kubernetes-$K8S_KEY
 KUBERNETES_VERSION=$K8S_VERSION
@@ -573,4 +562,33 @@ CATALOGD=$ASSET_CACHE/catalogd-$CATALOGD_KEY
 CERT_MANAGER=$ASSET_CACHE/cert-manager-$CERT_MANAGER_VERSION
 OLM_V1=$ASSET_CACHE/olm-v1-$OLM_V1_VERSION
 INDEX
+  mv "$ASSET_CACHE/index.env.new" "$ASSET_CACHE/index.env"
+}
+
+# First the programs of the clusters: the control plane, the real node, OLM v0 and opm.
+# With GO_ASSETS_FIRST_GROUP_DONE (tests/run-all.sh), that file is made once they are built,
+# so that the test jobs needing nothing else (tests/run-test-binaries.sh, TEST_WAIT_FOR) start
+# while the rest builds: on a new machine the longest job then waits on its cluster while
+# the compilers use the CPU, instead of after them.
+done_or_build etcd "$ETCD_VERSION" build_etcd
+done_or_build kubernetes "$K8S_KEY" build_kubernetes
+done_or_build kwok "$KWOK_KEY" build_kwok
+done_or_build olm "$OLM_KEY" build_olm
+done_or_build opm "$OPM_VERSION" build_opm
+done_or_build coredns "$COREDNS_KEY" build_coredns
+done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
+write_index
+if [ -n "${GO_ASSETS_FIRST_GROUP_DONE:-}" ]; then
+  touch "$GO_ASSETS_FIRST_GROUP_DONE"
+fi
+# Then OLM v1 (its tests are the next longest), the oracles and the rest.
+done_or_build olm-v1 "$OLM_V1_VERSION" build_olm_v1
+# helm renders cert-manager's manifest.
+done_or_build helm "$HELM_VERSION" build_helm
+done_or_build cert-manager "$CERT_MANAGER_VERSION" build_cert_manager
+done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
+done_or_build catalogd "$CATALOGD_KEY" build_catalogd
+done_or_build crd-preflight "$OPERATOR_CONTROLLER_VERSION" build_crd_preflight
+done_or_build olm-crd-oracle "$OLM_VERSION" build_olm_crd_oracle
+write_index
 echo "$ASSET_CACHE"
