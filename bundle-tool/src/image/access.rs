@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::registries_conf::{ConfFiles, RegistriesConf};
+use super::registries_conf::{ConfFiles, RegistriesConf, RegistriesConfError};
 use super::{Credentials, RegistryClient, Transport, TransportError};
 
 /// Transport and credentials, as given.
@@ -34,6 +34,7 @@ impl RegistrySettings {
             transport: self.transport.clone(),
             basic,
             pull_clients: Default::default(),
+            registries_conf: Default::default(),
         })
     }
 }
@@ -50,6 +51,9 @@ pub struct RegistryAccess {
     pull_clients: std::sync::Arc<
         std::sync::Mutex<std::collections::HashMap<PullClientKey, Arc<RegistryClient>>>,
     >,
+    /// registries.conf, read by the first pull and kept for the others (pinning pulls a
+    /// manifest per image, all at once).
+    registries_conf: Arc<std::sync::OnceLock<RegistriesConf>>,
 }
 
 /// Which shared client a pull source uses: its registry, how it is reached, and whether the
@@ -101,9 +105,7 @@ impl RegistryAccess {
         F: FnMut(Arc<RegistryClient>, oci_client::Reference) -> Fut,
         Fut: std::future::Future<Output = anyhow::Result<T>>,
     {
-        let conf = RegistriesConf::read(&ConfFiles::standard(
-            self.transport.registries_conf.as_deref(),
-        ))?;
+        let conf = self.registries_conf()?;
         let sources = conf.pull_sources(reference)?;
         let mut failures = Vec::new();
         for source in sources {
@@ -157,6 +159,18 @@ impl RegistryAccess {
             registry.reference.whole(),
             conf.files()
         ))
+    }
+
+    /// registries.conf as the first pull read it; a file that cannot be read is an error
+    /// for every pull that asks.
+    fn registries_conf(&self) -> Result<&RegistriesConf, RegistriesConfError> {
+        if let Some(conf) = self.registries_conf.get() {
+            return Ok(conf);
+        }
+        let read = RegistriesConf::read(&ConfFiles::standard(
+            self.transport.registries_conf.as_deref(),
+        ))?;
+        Ok(self.registries_conf.get_or_init(|| read))
     }
 
     /// The shared client for pulls from `reference`'s registry, reached as `reach`, with the
