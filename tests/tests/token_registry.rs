@@ -727,6 +727,28 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
         !catalog.contains(&format!("{host}/team/app:")),
         "a tag is left in the catalog"
     );
+    // The bundle image too is recorded by the digest of the image the release built.
+    let built = serde_json::from_str::<Value>(&summary)
+        .ok()
+        .and_then(|s| s["bundle"]["digest"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no bundle digest in the release summary: {summary}"));
+    let by_digest = format!("{host}/team/app-bundle@{built}");
+    let entry: Value = serde_json::Deserializer::from_str(&catalog)
+        .into_iter::<Value>()
+        .map(|document| document.expect("catalog.json is a stream of JSON documents"))
+        .find(|document| document["schema"] == "olm.bundle")
+        .unwrap_or_else(|| panic!("no olm.bundle in the catalog:\n{catalog}"));
+    assert_eq!(entry["image"], by_digest.as_str(), "the bundle's image");
+    assert!(
+        entry["relatedImages"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|r| r["image"] == by_digest.as_str())),
+        "relatedImages does not list {by_digest}: {entry}"
+    );
+    assert!(
+        !catalog.contains(&format!("{host}/team/app-bundle:")),
+        "the catalog names the bundle by tag"
+    );
 
     // One image the registry does not have: named, and nothing written.
     std::fs::write(

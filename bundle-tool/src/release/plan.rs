@@ -119,6 +119,13 @@ impl Plan {
         format!("{}:{}", self.bundle_repository, self.bundle_tag)
     }
 
+    /// The bundle image by `digest` (`<repository>@sha256:…`): what the catalog records
+    /// when images are pinned, so that a cluster pulling from a digest-only mirror can
+    /// unpack the bundle as well as run its images.
+    pub fn bundle_image_by_digest(&self, digest: &str) -> String {
+        format!("{}@{digest}", self.bundle_repository)
+    }
+
     /// Resolves the settings over the config file.
     pub fn resolve(args: &Settings) -> Result<Plan, ReleaseError> {
         let config_error = |message: String| ReleaseError::Config {

@@ -98,7 +98,12 @@ fn release(plan: &Plan, summary: &mut Summary) -> Result<(), ReleaseError> {
     // at the end (its ~15 unlinks were ~1.5 ms of a warm release's last steps).
     let mut removing = Removals(vec![remove_aside(generated.staging)]);
     // The catalog, staged (or the catalog as it is, when the release is already in it).
-    let new_entry = (!already).then_some(generated.rendered);
+    let mut new_entry = (!already).then_some(generated.rendered);
+    if plan.pin_digests
+        && let Some(entry) = new_entry.as_mut()
+    {
+        entry.rename_image(&plan.bundle_image_by_digest(&bundle_image.digest()));
+    }
     let (staged, catalog_image) =
         catalog_steps(plan, summary, new_entry, server_layer, &mut removing)?;
     let outputs = Outputs {
@@ -225,6 +230,21 @@ fn check_already_released(
     released: &Bundle,
     rendered: &Bundle,
 ) -> Result<bool, ReleaseError> {
+    // A pinned release records its bundle by the digest of the image built from this
+    // content (deterministic, and built only after this check); the content itself is
+    // compared object by object below, so the recorded digest stands for this release's.
+    let recorded_by_digest = released
+        .image
+        .starts_with(&format!("{}@", plan.bundle_repository));
+    let pinned;
+    let rendered = if plan.pin_digests && recorded_by_digest {
+        let mut renamed = rendered.clone();
+        renamed.rename_image(&released.image);
+        pinned = renamed;
+        &pinned
+    } else {
+        rendered
+    };
     let differences = bundle_diff::differences(released, rendered);
     if !differences.is_empty() {
         return Err(ReleaseError::Immutable {

@@ -180,6 +180,20 @@ impl Bundle {
             })
             .collect()
     }
+
+    /// Names the bundle image `to` wherever the document names it: `image`, and the
+    /// `relatedImages` entry that lists it (kept sorted by image, as `opm render` writes
+    /// them). How a release records its bundle by digest once the image is built, when
+    /// the render before it knew only the tag.
+    pub fn rename_image(&mut self, to: &str) {
+        let from = std::mem::replace(&mut self.image, to.to_string());
+        for related in &mut self.related_images {
+            if related.image == from {
+                related.image = to.to_string();
+            }
+        }
+        self.related_images.sort_by(|a, b| a.image.cmp(&b.image));
+    }
 }
 
 /// What a deprecation entry points at.
@@ -301,5 +315,42 @@ mod base64_bytes {
         // Go's decoder skips line breaks inside base64.
         let compact: String = text.chars().filter(|c| *c != '\n' && *c != '\r').collect();
         STANDARD.decode(compact).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bundle, RelatedImage};
+
+    fn related(name: &str, image: &str) -> RelatedImage {
+        RelatedImage {
+            name: name.into(),
+            image: image.into(),
+        }
+    }
+
+    #[test]
+    fn rename_image_renames_the_bundle_wherever_it_is_named_and_keeps_the_order() {
+        let mut bundle = Bundle {
+            schema: "olm.bundle".into(),
+            name: "op.v1.0.0".into(),
+            package: "op".into(),
+            image: "reg.example/op-bundle:v1.0.0".into(),
+            properties: Vec::new(),
+            related_images: vec![
+                related("", "reg.example/op-bundle:v1.0.0"),
+                related("tools", "reg.example/op-bundle:v1.0.0-tools"),
+            ],
+        };
+        bundle.rename_image("reg.example/op-bundle@sha256:ff");
+        assert_eq!(bundle.image, "reg.example/op-bundle@sha256:ff");
+        // ':' sorts before '@': the renamed entry moves after the tools image.
+        assert_eq!(
+            bundle.related_images,
+            vec![
+                related("tools", "reg.example/op-bundle:v1.0.0-tools"),
+                related("", "reg.example/op-bundle@sha256:ff"),
+            ]
+        );
     }
 }
