@@ -42,6 +42,7 @@ expected_seconds() {
     redis-operator:olm_v1_install_on_a_real_node) echo 261 ;;
     redis-operator:olm_v1_on_a_real_node) echo 190 ;;
     redis-operator:run_on_a_real_node) echo 168 ;;
+    redis-operator:disconnected_on_a_real_node) echo 150 ;;
     redis-operator:run_olm_v1_on_a_real_node) echo 103 ;;
     e2e:generate_conformance) echo 170 ;;
     e2e:bundle_validate_conformance) echo 115 ;;
@@ -74,8 +75,8 @@ expected_seconds() {
 needs_only_cluster_programs() {
   case $1 in
     redis-operator:olm_on_a_real_node | redis-operator:redis_on_a_real_node | \
-    redis-operator:run_on_a_real_node | e2e:serve_conformance | e2e:catalog_conformance | \
-    e2e:crash_safety | e2e:real_node) return 0 ;;
+    redis-operator:run_on_a_real_node | redis-operator:disconnected_on_a_real_node | \
+    e2e:serve_conformance | e2e:catalog_conformance | e2e:crash_safety | e2e:real_node) return 0 ;;
     *) return 1 ;;
   esac
 }

@@ -18,6 +18,9 @@ pub struct ContainerdSettings<'a> {
     pub dir: &'a Path,
     /// The registry (`host:port`) it pulls from over plain HTTP.
     pub registry: &'a str,
+    /// The mirror (`host:port`, plain HTTP) of [`super::DIGEST_ONLY_MIRRORED`], asked for
+    /// digests only.
+    pub digest_only_mirror: &'a str,
     /// The pod sandbox image.
     pub sandbox_image: &'a str,
     /// Where the CNI configuration is written.
@@ -65,6 +68,19 @@ pub async fn start(
             ),
         )?;
     }
+    // A disconnected cluster's mirror: only `pull`, so containerd asks it for a reference by
+    // digest and never to resolve a tag (containerd's resolver asks only hosts with the
+    // `resolve` capability for a tag); a tag goes to the unreachable upstream and fails.
+    let mirror_dir = dir.join("certs.d").join(super::DIGEST_ONLY_MIRRORED);
+    std::fs::create_dir_all(&mirror_dir)?;
+    std::fs::write(
+        mirror_dir.join("hosts.toml"),
+        format!(
+            "server = \"https://{}\"\n\n[host.\"http://{}\"]\n  capabilities = [\"pull\"]\n",
+            super::DIGEST_ONLY_MIRRORED,
+            settings.digest_only_mirror
+        ),
+    )?;
     let config = format!(
         r#"version = 2
 root = "{root}"

@@ -43,6 +43,14 @@ pub const REGISTRY_PORT: u16 = 5000;
 /// Public registries that the cluster registry mirrors (see [`RealNode::push_as`]).
 pub const MIRRORED_REGISTRIES: &[&str] = &["quay.io", "docker.io"];
 
+/// A public registry the node reaches only through a mirror that serves digests, as a
+/// disconnected cluster's nodes are set up (OpenShift's `ImageDigestMirrorSet`, containerd's
+/// `capabilities = ["pull"]`): `ghcr.io/x@sha256:…` is pulled from [`DigestOnlyMirror`],
+/// while `ghcr.io/x:tag` goes to the real ghcr.io, which the test's network cannot reach.
+pub const DIGEST_ONLY_MIRRORED: &str = "ghcr.io";
+/// The port of [`DigestOnlyMirror`] on [`network::NODE_IP`].
+pub const DIGEST_ONLY_MIRROR_PORT: u16 = 5001;
+
 /// Paths the runtime always writes to, whatever it is configured with.
 const FIXED_PATHS: &[&str] = &[
     "/run/containerd",
@@ -123,6 +131,7 @@ impl RealNode {
                 &containerd::ContainerdSettings {
                     dir: &containerd_dir,
                     registry: &registry_host,
+                    digest_only_mirror: &format!("{}:{DIGEST_ONLY_MIRROR_PORT}", network::NODE_IP),
                     sandbox_image: &images.pause,
                     cni_conf_dir: &cni_conf_dir,
                 },
@@ -340,6 +349,61 @@ impl RealNode {
     /// The node's folder (logs, configs).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// The mirror of [`DIGEST_ONLY_MIRRORED`] that the node's containerd pulls digests from: a
+/// registry of its own on [`network::NODE_IP`]`:`[`DIGEST_ONLY_MIRROR_PORT`], started by the
+/// test that needs it (one at a time). Images go in by tag, so that a release job can still
+/// resolve them, and [`DigestOnlyMirror::drop_tags`] then leaves them reachable by digest
+/// only, as `oc-mirror` fills a mirror.
+pub struct DigestOnlyMirror {
+    registry: OciRegistry,
+}
+
+impl DigestOnlyMirror {
+    /// Starts the mirror on its fixed address (one per test binary).
+    pub async fn start() -> anyhow::Result<Self> {
+        let registry = OciRegistry::start_on(
+            RegistryAuth::Anonymous,
+            &format!("{}:{DIGEST_ONLY_MIRROR_PORT}", network::NODE_IP),
+        )
+        .await
+        .context("starting the digest-only mirror")?;
+        Ok(DigestOnlyMirror { registry })
+    }
+
+    /// `host:port`, for a release job's `registries.conf`.
+    pub fn host(&self) -> String {
+        self.registry.host()
+    }
+
+    /// Pushes `image` as the mirror of `public` (`ghcr.io/<path>:<tag>`); returns the digest
+    /// reference a pinned CSV names, `ghcr.io/<path>@sha256:…`.
+    pub async fn push(
+        &self,
+        public: &str,
+        image: &bundle_tool::image::BuiltImage,
+    ) -> anyhow::Result<String> {
+        let path = public
+            .strip_prefix(&format!("{DIGEST_ONLY_MIRRORED}/"))
+            .with_context(|| format!("{public} is not on {DIGEST_ONLY_MIRRORED}"))?;
+        images::push(&self.registry.host(), path, image).await?;
+        let repository = path.split_once(':').map_or(path, |(name, _)| name);
+        Ok(format!(
+            "{DIGEST_ONLY_MIRRORED}/{repository}@{}",
+            image.digest()
+        ))
+    }
+
+    /// Removes every tag of `repository` (`<path>` without the registry): by digest only.
+    pub fn drop_tags(&self, repository: &str) -> anyhow::Result<()> {
+        self.registry.remove_tags(repository)
+    }
+
+    /// The registry process (its log says which requests came).
+    pub fn process(&self) -> &ManagedProcess {
+        self.registry.process()
     }
 }
 
