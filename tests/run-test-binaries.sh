@@ -43,6 +43,7 @@ expected_seconds() {
     redis-operator:olm_v1_on_a_real_node) echo 190 ;;
     redis-operator:run_on_a_real_node) echo 168 ;;
     redis-operator:disconnected_on_a_real_node) echo 150 ;;
+    redis-operator:run_vs_operator_sdk_on_a_real_node) echo 90 ;;
     redis-operator:run_olm_v1_on_a_real_node) echo 103 ;;
     e2e:generate_conformance) echo 170 ;;
     e2e:bundle_validate_conformance) echo 115 ;;

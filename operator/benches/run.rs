@@ -1,6 +1,8 @@
 //! `bundle-tool run` on the real node with OLM v0.46.0, five rounds: the command's start to
 //! CSV Succeeded for an install of the Redis bundle 0.1.0, and for `run --upgrade` to 0.2.0,
-//! each round ending with `run cleanup`. Prints each round and the medians.
+//! each round ending with `run cleanup`; then five rounds of `operator-sdk run bundle`
+//! (v1.42.3) of the same bundle, each ending with `operator-sdk cleanup`. Prints each round,
+//! the medians and their ratio.
 //!
 //! Run: `cargo test --workspace --locked --target x86_64-unknown-linux-gnu --bench run` (as
 //! root, like the real-node tests; the README test command builds it).
@@ -16,7 +18,10 @@ use std::time::Instant;
 
 use e2e::ControlPlane;
 use e2e::olm_on_node::OlmOnNode;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
 use olm_release::{Checkout, push_workload_images, repo};
+use run_support::operator_sdk_run::SdkSetup;
 
 use run_support::NAMESPACE;
 const ROUNDS: usize = 5;
@@ -83,10 +88,46 @@ async fn bench() -> anyhow::Result<()> {
         installs.push(install);
         upgrades.push(upgrade);
     }
+    let (ours_install, ours_upgrade) = (median(installs), median(upgrades));
     println!(
-        "median of {ROUNDS}: run (start to CSV Succeeded) {:.1} s, run --upgrade {:.1} s",
-        median(installs),
-        median(upgrades)
+        "median of {ROUNDS}: run (start to CSV Succeeded) {ours_install:.1} s, run --upgrade {ours_upgrade:.1} s"
+    );
+
+    // The anchor on the same cluster and bundle: operator-sdk run bundle, then its cleanup.
+    let sdk = SdkSetup::prepare(node, &repo().join("bundle")).await?;
+    let mut sdk_installs = Vec::new();
+    for round in 1..=ROUNDS {
+        // A quiet namespace first: operator-sdk's cleanup leaves the registry pod to the
+        // garbage collector, and a run bundle before the pod is gone fails ("object is being
+        // deleted: pods … already exists").
+        let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+        let deadline = Instant::now() + std::time::Duration::from_secs(120);
+        while !pods.list(&ListParams::default()).await?.items.is_empty() {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "pods left in the namespace after 120 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let (output, seconds) = sdk.run_bundle(&kubeconfig, NAMESPACE)?;
+        anyhow::ensure!(
+            output.status.success(),
+            "operator-sdk run bundle failed:\n{}",
+            run_support::text(&output)
+        );
+        let (output, _) = sdk.cleanup(&kubeconfig, NAMESPACE, "redis-operator")?;
+        anyhow::ensure!(
+            output.status.success(),
+            "operator-sdk cleanup failed:\n{}",
+            run_support::text(&output)
+        );
+        println!("round {round}: operator-sdk run bundle {seconds:.1} s");
+        sdk_installs.push(seconds);
+    }
+    let sdk_install = median(sdk_installs);
+    println!(
+        "median of {ROUNDS}: operator-sdk run bundle {sdk_install:.1} s; run is {:.1}x faster",
+        sdk_install / ours_install
     );
     Ok(())
 }

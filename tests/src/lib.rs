@@ -45,6 +45,7 @@ pub(crate) use control_plane::client_from as control_plane_client;
 pub use control_plane::{ControlPlane, ControlPlaneOptions};
 pub use fault_proxy::FaultyProxy;
 pub use node::RealNode;
+pub use pki::write_serving_pair;
 pub use process::ManagedProcess;
 pub use registry::{OciRegistry, RegistryAuth, RegistryTls};
 pub use token_registry::{TokenRegistry, policy as token_policy};

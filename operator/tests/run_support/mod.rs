@@ -11,6 +11,8 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
 use super::olm_release::{Checkout, static_catalog_server};
 
+pub mod operator_sdk_run;
+
 /// The namespace `run` installs into (the one the Redis checks read).
 pub const NAMESPACE: &str = "redis-operator";
 

@@ -270,6 +270,24 @@ impl RealNode {
         Ok(public.to_string())
     }
 
+    /// Has the node's containerd pull from `host` (`address:port`) over HTTPS, trusting the CA
+    /// in `ca_pem` (containerd reads its `certs.d` folder at every pull, so this takes effect
+    /// at once), as an admin adds a private registry's CA to each node.
+    pub fn trust_registry(&self, host: &str, ca_pem: &str) -> anyhow::Result<()> {
+        let dir = self.dir.join("containerd").join("certs.d").join(host);
+        std::fs::create_dir_all(&dir)?;
+        let ca = dir.join("ca.crt");
+        std::fs::write(&ca, ca_pem)?;
+        std::fs::write(
+            dir.join("hosts.toml"),
+            format!(
+                "server = \"https://{host}\"\n\n[host.\"https://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"{}\"\n",
+                ca.display()
+            ),
+        )?;
+        Ok(())
+    }
+
     /// Creates a namespace whose pods all run on the real node: the apiserver's PodNodeSelector
     /// and PodTolerationRestriction plugins add the node selector and the toleration, as a
     /// cluster admin pins a namespace. Returns once its `default` ServiceAccount exists.
