@@ -19,8 +19,6 @@
 mod olm_release;
 mod real;
 
-use std::collections::BTreeMap;
-
 use anyhow::{Context as _, ensure};
 use e2e::ControlPlane;
 use e2e::node::{DIGEST_ONLY_MIRRORED, DigestOnlyMirror, RealNode};
@@ -52,14 +50,9 @@ async fn a_digest_pinned_release_installs_from_a_digest_only_mirror_and_a_tagged
 
     // 1. The operator image on ghcr.io, behind the mirror; both releases while tags resolve.
     let mirror = DigestOnlyMirror::start().await?;
-    let operator = bundle_tool::image::build_binary_image(
-        &real::static_operator_binary()?,
-        &BTreeMap::from([(
-            "org.opencontainers.image.title".to_string(),
-            "redis-operator".to_string(),
-        )]),
-    )?;
-    let operator_by_digest = mirror.push(OPERATOR_IMAGE, &operator).await?;
+    let operator_by_digest = mirror
+        .push(OPERATOR_IMAGE, &olm_release::operator_image()?)
+        .await?;
     let tagged = release(node, &mirror, "tagged", false)?;
     let pinned = release(node, &mirror, "pinned", true)?;
     let repository = OPERATOR_IMAGE

@@ -32,7 +32,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use olm_release::{Checkout, push_workload_images, repo};
 use serde_json::{Value, json};
 
-use run_support::NAMESPACE;
+use run_support::{NAMESPACE, csv_phase};
 
 const PACKAGE: &str = "redis-operator";
 
@@ -124,22 +124,6 @@ async fn made_by_run(client: &kube::Client) -> anyhow::Result<Vec<String>> {
         ],
     )
     .await
-}
-
-async fn csv_phase(client: &kube::Client, name: &str) -> anyhow::Result<Option<String>> {
-    let csvs: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        NAMESPACE,
-        &olm_resource(
-            "v1alpha1",
-            "ClusterServiceVersion",
-            "clusterserviceversions",
-        ),
-    );
-    Ok(csvs
-        .get_opt(name)
-        .await?
-        .and_then(|csv| csv.data["status"]["phase"].as_str().map(str::to_string)))
 }
 
 /// A copy of the repository's bundle with its CSV changed by `edit`.

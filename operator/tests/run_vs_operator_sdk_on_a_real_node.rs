@@ -15,29 +15,12 @@ mod run_support;
 
 use anyhow::ensure;
 use e2e::ControlPlane;
-use e2e::olm_on_node::{OlmOnNode, olm_resource};
-use kube::api::{Api, DynamicObject};
+use e2e::olm_on_node::OlmOnNode;
 use olm_release::{push_workload_images, repo};
-use run_support::NAMESPACE;
 use run_support::operator_sdk_run::SdkSetup;
+use run_support::{NAMESPACE, csv_phase};
 
 const CSV: &str = "redis-operator.v0.1.0";
-
-async fn csv_phase(client: &kube::Client) -> anyhow::Result<Option<String>> {
-    let csvs: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        NAMESPACE,
-        &olm_resource(
-            "v1alpha1",
-            "ClusterServiceVersion",
-            "clusterserviceversions",
-        ),
-    );
-    Ok(csvs
-        .get_opt(CSV)
-        .await?
-        .and_then(|csv| csv.data["status"]["phase"].as_str().map(str::to_string)))
-}
 
 #[tokio::test]
 async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::Result<()> {
@@ -71,7 +54,7 @@ async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::R
         run_support::text(&output),
         olm.describe(node)
     );
-    let our_phase = csv_phase(&client).await?;
+    let our_phase = csv_phase(&client, CSV).await?;
     ensure!(
         our_phase.as_deref() == Some("Succeeded"),
         "bundle-tool run returned with the CSV {our_phase:?}"
@@ -83,7 +66,7 @@ async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::R
         run_support::text(&output)
     );
     ensure!(
-        csv_phase(&client).await?.is_none(),
+        csv_phase(&client, CSV).await?.is_none(),
         "the CSV is left after run cleanup"
     );
 
@@ -97,7 +80,7 @@ async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::R
         run_support::text(&output),
         olm.describe(node)
     );
-    let their_phase = csv_phase(&client).await?;
+    let their_phase = csv_phase(&client, CSV).await?;
     ensure!(
         their_phase == our_phase,
         "operator-sdk run bundle left the CSV {their_phase:?}, bundle-tool run {our_phase:?}"
@@ -113,7 +96,7 @@ async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::R
         run_support::text(&output)
     );
     ensure!(
-        csv_phase(&client).await?.is_none(),
+        csv_phase(&client, CSV).await?.is_none(),
         "the CSV is left after operator-sdk cleanup"
     );
     Ok(())

@@ -271,14 +271,7 @@ pub fn static_catalog_server() -> anyhow::Result<PathBuf> {
 /// The operator image (the static build, as a release makes it), the Redis images under the
 /// names the operator's manifests give them, and an exporter image.
 pub async fn push_workload_images(node: &RealNode) -> anyhow::Result<()> {
-    let image = bundle_tool::image::build_binary_image(
-        &real::static_operator_binary()?,
-        &BTreeMap::from([(
-            "org.opencontainers.image.title".to_string(),
-            "redis-operator".to_string(),
-        )]),
-    )?;
-    node.push_as(OPERATOR_IMAGE, &image).await?;
+    node.push_as(OPERATOR_IMAGE, &operator_image()?).await?;
     real::push_redis_images_named(node, |version| {
         mirror_path(&format!("docker.io/library/redis:{version}"))
     })
@@ -492,4 +485,15 @@ async fn replication_of(pods: &Api<Pod>, replicas: i32) -> anyhow::Result<bool> 
     Ok(primaries.len() == 1
         && primaries[0].1 == (replicas - 1) as u32
         && replicating == replicas - 1)
+}
+
+/// The operator's image, as `bundle-tool build --binary` makes it from the static build.
+pub fn operator_image() -> anyhow::Result<bundle_tool::image::BuiltImage> {
+    Ok(bundle_tool::image::build_binary_image(
+        &real::static_operator_binary()?,
+        &BTreeMap::from([(
+            "org.opencontainers.image.title".to_string(),
+            "redis-operator".to_string(),
+        )]),
+    )?)
 }

@@ -117,3 +117,20 @@ pub fn next_bundle(checkout: &Checkout) -> anyhow::Result<PathBuf> {
     ])?;
     Ok(next)
 }
+
+/// The phase of the ClusterServiceVersion `name` in [`NAMESPACE`]; `None` when there is none.
+pub async fn csv_phase(client: &kube::Client, name: &str) -> anyhow::Result<Option<String>> {
+    let csvs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NAMESPACE,
+        &e2e::olm_on_node::olm_resource(
+            "v1alpha1",
+            "ClusterServiceVersion",
+            "clusterserviceversions",
+        ),
+    );
+    Ok(csvs
+        .get_opt(name)
+        .await?
+        .and_then(|csv| csv.data["status"]["phase"].as_str().map(str::to_string)))
+}
