@@ -274,8 +274,12 @@ pub async fn apply_objects(
     use anyhow::Context;
     use kube::api::{Api, DynamicObject, Patch, PatchParams};
     use kube::core::GroupVersionKind;
-    use kube::discovery::{Discovery, Scope};
-    let discovery = Discovery::new(client.clone()).run().await?;
+    use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+    // Each kind is looked up in its own group version, once: a discovery of every group
+    // fails with a bare 404 when a CRD's group goes away while it runs (an uninstall
+    // removing its CRDs beside the apply).
+    let mut kinds: std::collections::HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)> =
+        std::collections::HashMap::new();
     for object in objects {
         let api_version = object["apiVersion"]
             .as_str()
@@ -286,9 +290,16 @@ pub async fn apply_objects(
             .context("a manifest without a name")?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, capabilities) = discovery
-            .resolve_gvk(&gvk)
-            .with_context(|| format!("the cluster does not serve {gvk:?}"))?;
+        let (resource, capabilities) = match kinds.get(&gvk) {
+            Some(found) => found.clone(),
+            None => {
+                let found = kube::discovery::pinned_kind(client, &gvk)
+                    .await
+                    .with_context(|| format!("the cluster does not serve {gvk:?}"))?;
+                kinds.insert(gvk.clone(), found.clone());
+                found
+            }
+        };
         let api: Api<DynamicObject> = match (
             &capabilities.scope,
             object["metadata"]["namespace"].as_str(),
