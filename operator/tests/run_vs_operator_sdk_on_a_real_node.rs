@@ -1,10 +1,11 @@
 //! `bundle-tool run` and the command it stands beside, `operator-sdk run bundle` (v1.42.3),
 //! on one cluster with OLM v0.46.0 as pods, the Redis bundle of the repository:
 //!
-//! 1. `run bundle/` installs it: CSV `Succeeded`; `run cleanup` removes it;
-//! 2. `operator-sdk run bundle` of the same bundle as an image (with the index and
-//!    decompression images it needs, see `run_support/operator_sdk_run.rs`) reaches the same
-//!    CSV, in the same phase; `operator-sdk cleanup` removes it.
+//! 1. `bundle-tool run` of the bundle image installs it: CSV `Succeeded`; `run cleanup`
+//!    removes it;
+//! 2. `operator-sdk run bundle` of the same image (with the index and decompression images it
+//!    needs, see `run_support/operator_sdk_run.rs`) reaches the same CSV, in the same phase;
+//!    `operator-sdk cleanup` removes it.
 //!
 //! Each command's wall time is printed; the timing comparison, five rounds each, is
 //! `operator/benches/run.rs`.
@@ -34,18 +35,20 @@ async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::R
     let kubeconfig = plane.kubeconfig_path().display().to_string();
     let bundle = repo().join("bundle");
 
-    // 1. Ours.
+    // The bundle as an image: in the HTTPS registry operator-sdk needs, and the same image
+    // (same digest) in the cluster registry, where run also pushes its catalog over plain
+    // HTTP (--plain-http is for every registry of a command).
+    let sdk = SdkSetup::prepare(node, &bundle).await?;
+    let image = node
+        .push_image("run/redis-operator-bundle:v0.1.0", &sdk.bundle_image)
+        .await?;
+
+    // 1. Ours, given the bundle image.
     let registry = format!("{}/run", node.registry());
     let started = std::time::Instant::now();
     let output = run_support::bundle_tool(
         &kubeconfig,
-        &[
-            "run",
-            &bundle.display().to_string(),
-            "--registry",
-            &registry,
-            "--plain-http",
-        ],
+        &["run", &image, "--registry", &registry, "--plain-http"],
     )?;
     let ours = started.elapsed().as_secs_f64();
     ensure!(
@@ -70,8 +73,7 @@ async fn run_and_operator_sdk_run_bundle_reach_the_same_csv_phase() -> anyhow::R
         "the CSV is left after run cleanup"
     );
 
-    // 2. The anchor, on the same bundle (as an image).
-    let sdk = SdkSetup::prepare(node, &bundle).await?;
+    // 2. The anchor, on the same bundle image.
     let (output, theirs) = sdk.run_bundle(&kubeconfig, NAMESPACE)?;
     ensure!(
         output.status.success(),

@@ -64,7 +64,8 @@ pub enum RunSubcommand {
 /// `bundle-tool run <bundle>`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The bundle folder.
+    /// The bundle folder, or a bundle image (pulled with the registry flags below, and run
+    /// as the folder it holds).
     pub bundle: Option<PathBuf>,
     /// Move the package `run` installed to this bundle (like `operator-sdk run
     /// bundle-upgrade`); the catalog gets the edge from the installed CSV.
@@ -189,8 +190,23 @@ impl Action for RunArgs {
     fn run(&self) -> Result<Outcome, ActionError> {
         let Some(bundle) = &self.bundle else {
             return Err(ActionError::message(
-                "a bundle folder is needed: bundle-tool run <bundle-dir> --registry PREFIX",
+                "a bundle folder or image is needed: bundle-tool run <bundle-dir|bundle-image> --registry PREFIX",
             ));
+        };
+        // A bundle image is unpacked and served like a folder (its objects inline in the
+        // catalog `run` makes); the unpacked folder lives until the run ends.
+        let pulled;
+        let bundle = match crate::location::Location::of_path(bundle)? {
+            crate::location::Location::Local(dir) => dir,
+            crate::location::Location::Image(reference) => {
+                pulled = super::pulled(&reference, &self.registry_access.transport.transport())?;
+                if pulled.kind != Some(crate::image::ImageKind::Bundle) {
+                    return Err(ActionError::message(format!(
+                        "{reference} is a catalog image: run takes a bundle folder or a bundle image"
+                    )));
+                }
+                pulled.root().to_path_buf()
+            }
         };
         let Some(registry) = &self.registry else {
             return Err(ActionError::message(
@@ -198,7 +214,7 @@ impl Action for RunArgs {
             ));
         };
         let request = RunRequest {
-            bundle: bundle.clone(),
+            bundle,
             registry: registry.clone(),
             access: self.registry_access.access()?,
             transport: self.registry_access.transport.transport(),

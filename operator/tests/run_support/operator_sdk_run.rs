@@ -40,6 +40,8 @@ pub struct SdkSetup {
     ca: PathBuf,
     /// The bundle image.
     pub bundle: String,
+    /// The bundle image as built (to push elsewhere with the same digest).
+    pub bundle_image: BuiltImage,
     index: String,
     decompression: String,
 }
@@ -88,7 +90,7 @@ impl SdkSetup {
         )?;
         let bundle = push(
             format!("{host}/sdk/redis-operator-bundle:v0.1.0"),
-            bundle_image,
+            bundle_image.clone(),
         )
         .await?;
 
@@ -141,6 +143,7 @@ impl SdkSetup {
             dir,
             ca,
             bundle,
+            bundle_image,
             index,
             decompression,
         })
