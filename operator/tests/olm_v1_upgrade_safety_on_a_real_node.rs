@@ -70,7 +70,7 @@ impl Fixture {
     }
 }
 
-const FIXTURES: [Fixture; 10] = [
+static FIXTURES: [Fixture; 10] = [
     Fixture {
         dir: "04-scope-changed",
         refused: true,
@@ -205,7 +205,9 @@ impl Pair {
             fixture.dir,
             if fixture.refused { "refused" } else { "passed" }
         );
-        let expect: Value = read_one(&dir.join("expect.yaml"))?;
+        let expect_path = dir.join("expect.yaml");
+        let expect: Value = serde_saphyr::from_str(&std::fs::read_to_string(&expect_path)?)
+            .with_context(|| expect_path.display().to_string())?;
         let expected_rules: BTreeSet<String> = expect["rules"]
             .as_array()
             .context("expect.yaml has no rules")?
