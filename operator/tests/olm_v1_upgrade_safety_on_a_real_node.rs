@@ -26,6 +26,7 @@
 //! and every entry of `status.storedVersions` must stay in `spec.versions`.
 
 mod olm_release;
+mod real;
 
 use std::collections::BTreeSet;
 use std::path::Path;
