@@ -84,9 +84,11 @@ static FIXTURES: [Fixture; 10] = [
         dir: "05-stored-version-removed",
         refused: true,
         v1_5_rules: None,
-        // ValidateCustomResourceDefinitionStoredVersions: each stored version must stay.
+        // ValidateCustomResourceDefinitionStoredVersions: each stored version must stay in
+        // spec.versions (the message goes on: "v1alpha1 was previously a storage version, and
+        // must remain in spec.versions until a storage migration ...").
         api_server_refuses: Some(
-            "status.storedVersions[0]: Invalid value: \"v1alpha1\": must appear in spec.versions",
+            "status.storedVersions[0]: Invalid value: \"v1alpha1\": missing from spec.versions",
         ),
     },
     Fixture {
