@@ -689,7 +689,9 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
     operator_sdk_pins_the_same(repo.path(), &manifests, &ca, &csv);
 
     // release --pin-digests, to an OCI layout: the catalog's entry lists the pinned images.
-    let release = in_repo(&[
+    let bundle_image = format!("{host}/team/app-bundle");
+    let catalog_image = format!("{host}/team/app-catalog:latest");
+    let pinned_release = [
         "release",
         "--version",
         "0.1.0",
@@ -698,15 +700,16 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
         "--channels",
         "candidate-v0",
         "--bundle-image",
-        &format!("{host}/team/app-bundle"),
+        &bundle_image,
         "--catalog-image",
-        &format!("{host}/team/app-catalog:latest"),
+        &catalog_image,
         "--pin-digests",
         "--ca-file",
         &ca,
         "-o",
         "json",
-    ]);
+    ];
+    let release = in_repo(&pinned_release);
     let summary = succeeded("release --pin-digests", &release);
     assert!(
         summary.contains("5 image(s) pinned to digests"),
@@ -748,6 +751,23 @@ async fn generate_and_release_pin_every_image_to_its_digest() {
     assert!(
         !catalog.contains(&format!("{host}/team/app-bundle:")),
         "the catalog names the bundle by tag"
+    );
+    // Released again, unchanged: the same release (the recorded digest is this content's),
+    // nothing written.
+    let again = succeeded("release --pin-digests again", &in_repo(&pinned_release));
+    let again: Value = serde_json::from_str(&again).expect("the summary is JSON");
+    assert_eq!(
+        again["changed"], false,
+        "a pinned re-release changed: {again}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(
+            repo.path()
+                .join("fresh-catalog/redis-operator/catalog.json")
+        )
+        .expect("catalog.json"),
+        catalog,
+        "a pinned re-release rewrote the catalog"
     );
 
     // One image the registry does not have: named, and nothing written.
