@@ -101,14 +101,19 @@ async fn bench() -> anyhow::Result<()> {
         // garbage collector, and a run bundle before the pod is gone fails ("object is being
         // deleted: pods … already exists").
         let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-        let deadline = Instant::now() + std::time::Duration::from_secs(120);
-        while !pods.list(&ListParams::default()).await?.items.is_empty() {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "pods left in the namespace after 120 s"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
+        e2e::eventually(
+            std::time::Duration::from_secs(120),
+            "no pods left in the namespace",
+            || async {
+                Ok(pods
+                    .list(&ListParams::default())
+                    .await?
+                    .items
+                    .is_empty()
+                    .then_some(()))
+            },
+        )
+        .await?;
         let (output, seconds) = sdk.run_bundle(&kubeconfig, NAMESPACE)?;
         anyhow::ensure!(
             output.status.success(),

@@ -382,32 +382,11 @@ fn publish(pairs: &[Pair], node: &RealNode, work: &Path) -> anyhow::Result<Strin
             )?;
         }
     }
-    let layout = work.join("oci-catalog");
-    let built = bundle_tool(
-        work,
-        &[
-            "build",
-            "catalog",
-            "--catalog",
-            "--tag",
-            "latest",
-            "--oci-layout",
-            &layout.display().to_string(),
-        ],
+    let digest = olm_release::build_and_push_catalog(
+        |args| bundle_tool(work, args),
+        &work.join("oci-catalog"),
+        &format!("{prefix}/catalog:latest"),
     )?;
-    let source = built
-        .trim()
-        .split('@')
-        .next()
-        .context("no layout reference")?
-        .to_string();
-    let target = format!("{prefix}/catalog:latest");
-    let pushed = bundle_tool(work, &["push", &source, &target, "--plain-http"])?;
-    let digest = pushed
-        .trim()
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_string())
-        .with_context(|| format!("push printed no digest: {pushed}"))?;
     println!(
         "16 bundles and the catalog made and pushed: {:.1} s",
         started.elapsed().as_secs_f64()

@@ -211,26 +211,43 @@ impl Checkout {
     /// Builds the checkout's catalog into an image and pushes it under the catalog's tag, as a
     /// release's last two steps do; returns the pushed digest.
     pub fn push_catalog(&self, node: &RealNode) -> anyhow::Result<String> {
-        let layout = self.root().join("target/oci-catalog");
-        let built = self.bundle_tool(&[
-            "build",
-            "catalog",
-            "--catalog",
-            "--tag",
-            "latest",
-            "--oci-layout",
-            &layout.display().to_string(),
-        ])?;
-        let built = built.trim();
-        let source = built.split('@').next().context("no layout reference")?;
         let target = format!("{}/{}", node.registry(), mirror_path(CATALOG_IMAGE)?);
-        let pushed = self.bundle_tool(&["push", source, &target, "--plain-http"])?;
-        pushed
-            .trim()
-            .rsplit_once('@')
-            .map(|(_, d)| d.to_string())
-            .with_context(|| format!("push printed no digest: {pushed}"))
+        build_and_push_catalog(
+            |args| self.bundle_tool(args),
+            &self.root().join("target/oci-catalog"),
+            &target,
+        )
     }
+}
+
+/// `bundle-tool build catalog --catalog` of the `catalog` folder where `bundle_tool` runs,
+/// into the OCI layout `layout`, then `push` of it to `target` over plain HTTP; returns the
+/// pushed digest.
+pub fn build_and_push_catalog(
+    bundle_tool: impl Fn(&[&str]) -> anyhow::Result<String>,
+    layout: &Path,
+    target: &str,
+) -> anyhow::Result<String> {
+    let built = bundle_tool(&[
+        "build",
+        "catalog",
+        "--catalog",
+        "--tag",
+        "latest",
+        "--oci-layout",
+        &layout.display().to_string(),
+    ])?;
+    let source = built
+        .trim()
+        .split('@')
+        .next()
+        .context("no layout reference")?;
+    let pushed = bundle_tool(&["push", source, target, "--plain-http"])?;
+    pushed
+        .trim()
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_string())
+        .with_context(|| format!("push printed no digest: {pushed}"))
 }
 
 /// The aarch64 `catalog-server`: `$E2E_AARCH64_BIN_DIR/catalog-server`, else the workspace's
