@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::RunError;
 use super::cluster::{Cluster, Kind, describe, name};
-use super::install::Steps;
+use super::steps::Steps;
 use super::objects::{self, Names};
 use super::report::Report;
 
@@ -80,7 +80,7 @@ async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<St
     let cluster =
         Cluster::connect(request.kubeconfig.as_deref(), request.namespace.as_deref()).await?;
     let missing_v0 = cluster.missing_olm_crd().await?;
-    let has_v1 = cluster.has_crd(super::install::OLM_V1_CRD).await?;
+    let has_v1 = cluster.has_crd(super::request::OLM_V1_CRD).await?;
     if let (Some(missing), false) = (&missing_v0, has_v1) {
         return Err(RunError::NoOlm {
             missing: missing.clone(),

@@ -14,7 +14,9 @@
 //! - [`objects`]: what `run` makes, labelled so that `run cleanup` finds exactly it;
 //! - [`catalog`]: the one-package catalog, built and pushed as `build --catalog` builds one;
 //! - [`diagnosis`]: why a step does not progress, a pure function over the objects read;
-//! - [`cluster`]: the kube-rs client and the reads; [`install`] and [`cleanup`]: the verbs;
+//! - [`cluster`]: the kube-rs client and the reads; [`request`]: what `run` is asked;
+//!   [`install`] and [`cleanup`]: the verbs; [`steps`]: what they did, as it happens;
+//!   [`wait`]: one stage waited for, through either OLM;
 //! - [`olm_v1`]: the same install through operator-controller (ClusterCatalog, installer
 //!   RBAC from `olm_v1::derive`, ClusterExtension);
 //! - [`report`]: what happened, step by step, as text or JSON.
@@ -28,12 +30,16 @@ pub mod install_mode;
 pub mod objects;
 pub mod olm_v1;
 pub mod report;
+pub mod request;
+pub mod steps;
+pub mod wait;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cleanup::{CleanupRequest, cleanup};
-pub use install::{OlmChoice, RunRequest, run};
+pub use install::run;
+pub use request::{OlmChoice, RunRequest};
 pub use install_mode::InstallMode;
 pub use objects::Approval;
 pub use report::{Progress, Report, Step};

@@ -10,7 +10,9 @@ use super::RunError;
 use super::catalog::{self, RunBundle};
 use super::cluster::{self, Cluster, Kind, describe};
 use super::diagnosis::Stage;
-use super::install::{RunRequest, Steps, Waiter, ensure};
+use super::request::RunRequest;
+use super::steps::Steps;
+use super::wait::{Waiter, ensure, installed_at};
 use super::install_mode::InstallMode;
 use super::objects::{self, Names};
 use crate::catalog::render::render_bundle_dir;
@@ -229,39 +231,4 @@ pub(super) async fn install(
         format!("Installed=True at {csv}"),
     );
     Ok(csv)
-}
-
-/// Whether a ClusterExtension reports `Installed=True` at the bundle `csv`.
-pub fn installed_at(extension: &Value, csv: &str) -> bool {
-    extension["status"]["install"]["bundle"]["name"] == csv
-        && extension["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Installed" && c["status"] == "True")
-}
-
-/// Whether a ClusterCatalog serves `image`.
-pub fn serving(catalog: &Value, image: &str) -> bool {
-    catalog["status"]["resolvedSource"]["image"]["ref"] == image
-        && catalog["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Serving" && c["status"] == "True")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn installed_and_serving_need_the_right_bundle_and_image() {
-        let extension = json!({"status": {"install": {"bundle": {"name": "op.v1"}}, "conditions": [{"type": "Installed", "status": "True"}]}});
-        assert!(installed_at(&extension, "op.v1"));
-        assert!(!installed_at(&extension, "op.v2"));
-        let catalog = json!({"status": {"resolvedSource": {"image": {"ref": "r@sha256:1"}}, "conditions": [{"type": "Serving", "status": "True"}]}});
-        assert!(serving(&catalog, "r@sha256:1"));
-        assert!(!serving(&catalog, "r@sha256:2"));
-    }
 }

@@ -23,19 +23,25 @@ pub async fn watch(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
     loop {
-        let reason = tokio::select! {
-            Some(()) = async { match hangup.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => "SIGHUP",
+        let (reason, seen) = tokio::select! {
+            Some(()) = async { match hangup.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {
+                ("SIGHUP", fingerprint_blocking(&root).await)
+            }
             _ = ticker.tick(), if interval.is_some() => {
                 let now = fingerprint_blocking(&root).await;
                 if now == last {
                     continue;
                 }
-                "files changed"
+                ("files changed", now)
             }
         };
         reload(&root, &options, &catalog, reason).await;
-        // A reload triggered by a signal has read the files as they are now.
-        last = fingerprint_blocking(&root).await;
+        // The files as they were before the load, not after it: a catalog still being written
+        // when the load read it (half a file, one package of two) changes again after, and the
+        // next tick loads that. Taking the fingerprint after the load would record the finished
+        // files as loaded and keep serving what was read half-way (seen under load: a package
+        // copied in never appeared).
+        last = seen;
     }
 }
 
