@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::RunError;
 use super::cluster::{Cluster, Kind, describe, name};
-use super::steps::Steps;
 use super::objects::{self, Names};
 use super::report::Report;
+use super::steps::Steps;
 
 /// What `run cleanup` is asked to do.
 pub struct CleanupRequest {

@@ -11,7 +11,7 @@ use super::catalog::{self, RunBundle};
 use super::cluster::{Cluster, Kind, describe, name};
 use super::diagnosis::Stage;
 use super::install_mode;
-use super::objects::{self, Approval, Names};
+use super::objects::{self, Names};
 use super::report::Report;
 use super::request::{OLM_V1_CRD, OlmChoice, RunRequest};
 use super::steps::Steps;

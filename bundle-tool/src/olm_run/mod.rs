@@ -39,10 +39,10 @@ use std::time::Duration;
 
 pub use cleanup::{CleanupRequest, cleanup};
 pub use install::run;
-pub use request::{OlmChoice, RunRequest};
 pub use install_mode::InstallMode;
 pub use objects::Approval;
 pub use report::{Progress, Report, Step};
+pub use request::{OlmChoice, RunRequest};
 
 /// Why `run` or `run cleanup` stopped.
 #[derive(Debug, thiserror::Error)]

@@ -4,17 +4,17 @@
 //! RBAC `olm-v1 rbac` derives, and a ClusterExtension of the package from that catalog only,
 //! waited for until `Installed=True` at the bundle.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::RunError;
 use super::catalog::{self, RunBundle};
 use super::cluster::{self, Cluster, Kind, describe};
 use super::diagnosis::Stage;
+use super::install_mode::InstallMode;
+use super::objects::{self, Names};
 use super::request::RunRequest;
 use super::steps::Steps;
 use super::wait::{Waiter, ensure, installed_at};
-use super::install_mode::InstallMode;
-use super::objects::{self, Names};
 use crate::catalog::render::render_bundle_dir;
 use crate::olm_v1::{RbacOptions, RegistryV1, derive};
 
