@@ -5,6 +5,9 @@
 //! of reading and parsing the same bytes with serde_json alone.
 //!
 //! `cargo bench -p e2e --bench catalog` (set `CATALOG_BENCH_RUNS` for more runs).
+//! `BENCH_BUNDLE_TOOL` names the binary measured as ours (default: the `bundle-tool` beside
+//! this bench); `BENCH_BASELINE` a second one (an earlier build), measured in the same loop
+//! and printed in a column of its own.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,17 +94,25 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
     let opm = Assets::locate().expect("assets").opm().expect("opm");
-    let ours = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("bundle-tool");
-    assert!(
-        ours.is_file(),
-        "build bundle-tool first (release: cargo build --release -p bundle-tool)"
-    );
+    let ours = std::env::var_os("BENCH_BUNDLE_TOOL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::current_exe()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("bundle-tool")
+        });
+    let baseline = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
+    for binary in std::iter::once(&ours).chain(baseline.as_ref()) {
+        assert!(
+            binary.is_file(),
+            "{} is not a file: build bundle-tool first (release: cargo build --release -p bundle-tool)",
+            binary.display()
+        );
+    }
     let work = tempfile::tempdir().unwrap();
     let corpus = work.path().join("corpus");
     let synthetic = work.path().join("generated");
@@ -111,9 +122,20 @@ fn main() {
     let synthetic_bytes = e2e::corpus::generate_catalog(&synthetic, 500, 40);
 
     println!("bundle-tool: {}", ours.display());
+    if let Some(baseline) = &baseline {
+        println!("baseline:    {}", baseline.display());
+    }
     println!(
-        "{:<34} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
-        "input / action", "opm", "ours", "speedup", "opm RSS", "our RSS", "RSS"
+        "{:<34} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "input / action",
+        "opm",
+        "ours",
+        "speedup",
+        "opm RSS",
+        "our RSS",
+        "RSS",
+        "baseline",
+        "base RSS"
     );
     for (label, dir, bytes) in [
         ("corpus merged (39)", &corpus, corpus_bytes),
@@ -129,8 +151,18 @@ fn main() {
             };
             let (theirs, their_rss) = median(&opm, &opm_args, dir, runs);
             let (mine, my_rss) = median(&ours, &our_args, dir, runs);
+            let (base, base_rss) = match &baseline {
+                Some(baseline) => {
+                    let (t, rss) = median(baseline, &our_args, dir, runs);
+                    (
+                        format!("{:.0}ms", t.as_secs_f64() * 1e3),
+                        format!("{}MiB", rss / 1024),
+                    )
+                }
+                None => ("-".to_string(), "-".to_string()),
+            };
             println!(
-                "{:<34} {:>9.0}ms {:>9.0}ms {:>7.1}x {:>8}MiB {:>8}MiB {:>7.2}",
+                "{:<34} {:>9.0}ms {:>9.0}ms {:>7.1}x {:>8}MiB {:>8}MiB {:>7.2} {:>10} {:>10}",
                 format!("{label} / {action}"),
                 theirs.as_secs_f64() * 1e3,
                 mine.as_secs_f64() * 1e3,
@@ -138,6 +170,8 @@ fn main() {
                 their_rss / 1024,
                 my_rss / 1024,
                 my_rss as f64 / their_rss as f64,
+                base,
+                base_rss,
             );
         }
         let (mine, _) = median(&ours, &["catalog", "validate"], dir, runs);
