@@ -64,12 +64,13 @@ background=()
 # The script's own status is kept: a group that has already ended makes `kill` fail, and
 # an EXIT trap's last failing command would otherwise become the script's exit status.
 trap 'status=$?; for group in "${background[@]}"; do kill -- "-$group" 2>/dev/null || true; done; exit "$status"' EXIT
-# It makes $go_clusters once the clusters' programs are built (Kubernetes, etcd, kwok, CoreDNS,
-# OLM v0, opm): the test jobs that need nothing else start then, while the rest builds.
-go_clusters=$PWD/target/go-assets.clusters-built
-go_all=$PWD/target/go-assets.all-built
-rm -f "$go_clusters" "$go_all"
-GO_ASSETS_FIRST_GROUP_DONE=$go_clusters setsid tests/assets/build-go-assets.sh > "$go_log" 2>&1 &
+# It makes a file per program in $go_built once that program is in the cache (built now or
+# before): each test job starts as soon as the programs it needs are there
+# (tests/run-test-binaries.sh, go_programs_needed), while the rest builds.
+go_built=$PWD/target/go-assets.built
+rm -rf "$go_built"
+mkdir -p "$go_built"
+GO_ASSETS_BUILT_DIR=$go_built setsid tests/assets/build-go-assets.sh > "$go_log" 2>&1 &
 go_pid=$!
 background+=("$go_pid")
 
@@ -145,25 +146,21 @@ else
   say "fuzzing: no short run (FUZZ_SECONDS=5 in front adds one; fuzz/run.sh runs campaigns); every committed fuzz input is tested below"
 fi
 
-say "waiting for the clusters' Go programs (Kubernetes, etcd, kwok, CoreDNS, OLM v0, opm)"
-while [ ! -e "$go_clusters" ] && kill -0 "$go_pid" 2>/dev/null; do sleep 2; done
-if [ ! -e "$go_clusters" ]; then
-  wait "$go_pid" || { tail -n 60 "$go_log"; fail "building the Go programs failed (the whole log: $go_log)"; }
-fi
-
-# On a new machine the other Go programs are still building: the jobs that need only the
-# clusters' programs start now (the longest of them waits on a cluster most of its 10
-# minutes), the others once everything is built (tests/run-test-binaries.sh, TEST_WAIT_FOR).
-# On a machine with the Go programs cached both files are there already.
+# On a new machine the Go programs are still building: each test job starts once those it
+# needs are built (none for most of them; the clusters' for the longest, which waits on its
+# cluster most of its ten minutes), the others as their programs come
+# (tests/run-test-binaries.sh, TEST_GO_BUILT). On a machine with the Go programs cached
+# nothing waits.
 say "tests (unit, integration, end-to-end on the real control plane), several test binaries at once"
-TEST_WAIT_FOR=$go_all setsid tests/run-test-binaries.sh "${build_args[@]}" &
+TEST_GO_BUILT=$go_built setsid tests/run-test-binaries.sh "${build_args[@]}" &
 tests_pid=$!
 background+=("$tests_pid")
 if ! wait "$go_pid"; then
   tail -n 60 "$go_log"
   fail "building the Go programs failed (the whole log: $go_log)"
 fi
-touch "$go_all"
+touch "$go_built/all"
+say "Go programs: all in the cache"
 grep -E '^\[build-go-assets\] built ' "$go_log" || echo "(all Go programs were cached)"
 tests_status=0
 wait "$tests_pid" || tests_status=$?
