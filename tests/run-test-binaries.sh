@@ -38,24 +38,24 @@ mkdir -p "$logs"
 # Jobs not named here count as 10 s.
 expected_seconds() {
   case $1 in
-    redis-operator:olm_on_a_real_node) echo 520 ;;
-    redis-operator:olm_v1_install_on_a_real_node) echo 261 ;;
-    redis-operator:olm_v1_on_a_real_node) echo 190 ;;
-    redis-operator:olm_v1_upgrade_safety_on_a_real_node) echo 175 ;;
-    redis-operator:run_on_a_real_node) echo 168 ;;
-    redis-operator:disconnected_on_a_real_node) echo 238 ;;
-    redis-operator:run_vs_operator_sdk_on_a_real_node) echo 168 ;;
-    redis-operator:run_olm_v1_on_a_real_node) echo 103 ;;
-    e2e:generate_conformance) echo 170 ;;
-    e2e:bundle_validate_conformance) echo 115 ;;
+    redis-operator:olm_on_a_real_node) echo 700 ;;
+    redis-operator:olm_v1_install_on_a_real_node) echo 266 ;;
+    redis-operator:olm_v1_on_a_real_node) echo 218 ;;
+    redis-operator:olm_v1_upgrade_safety_on_a_real_node) echo 161 ;;
+    redis-operator:run_on_a_real_node) echo 282 ;;
+    redis-operator:disconnected_on_a_real_node) echo 245 ;;
+    redis-operator:run_vs_operator_sdk_on_a_real_node) echo 180 ;;
+    redis-operator:run_olm_v1_on_a_real_node) echo 191 ;;
+    e2e:generate_conformance) echo 118 ;;
+    e2e:bundle_validate_conformance) echo 161 ;;
     redis-operator:faults) echo 111 ;;
-    redis-operator:redis_on_a_real_node) echo 108 ;;
-    e2e:catalog_conformance) echo 85 ;;
-    e2e:serve_conformance) echo 75 ;;
+    redis-operator:redis_on_a_real_node) echo 200 ;;
+    e2e:catalog_conformance) echo 169 ;;
+    e2e:serve_conformance) echo 193 ;;
     e2e:catalogd_http) echo 72 ;;
     redis-operator:lifecycle) echo 49 ;;
-    e2e:real_node) echo 46 ;;
-    e2e:crash_safety) echo 45 ;;
+    e2e:real_node) echo 75 ;;
+    e2e:crash_safety) echo 139 ;;
     e2e:audit_corpus) echo 25 ;;
     e2e:serve_behaviour) echo 23 ;;
     e2e:release) echo 21 ;;
