@@ -64,13 +64,14 @@ background=()
 # The script's own status is kept: a group that has already ended makes `kill` fail, and
 # an EXIT trap's last failing command would otherwise become the script's exit status.
 trap 'status=$?; for group in "${background[@]}"; do kill -- "-$group" 2>/dev/null || true; done; exit "$status"' EXIT
-# It makes a file per program in $go_built once that program is in the cache (built now or
-# before): each test job starts as soon as the programs it needs are there
-# (tests/run-test-binaries.sh, go_programs_needed), while the rest builds.
-go_built=$PWD/target/go-assets.built
-rm -rf "$go_built"
-mkdir -p "$go_built"
-GO_ASSETS_BUILT_DIR=$go_built setsid tests/assets/build-go-assets.sh > "$go_log" 2>&1 &
+# It makes a file per program in $built once that program is in the cache (built now or
+# before); the arm64 cross-build below adds "arm64", and "all" follows the last Go program.
+# Each test job starts as soon as what it needs is there (tests/run-test-binaries.sh,
+# needed_by), while the rest builds.
+built=$PWD/target/built
+rm -rf "$built"
+mkdir -p "$built"
+GO_ASSETS_BUILT_DIR=$built setsid tests/assets/build-go-assets.sh > "$go_log" 2>&1 &
 go_pid=$!
 background+=("$go_pid")
 
@@ -110,17 +111,30 @@ for program in bundle-tool catalog-server redis-operator; do
 done
 
 # The two programs images carry, for arm64, statically linked like the x86-64 ones (the
-# catalog server and the operator): the arm64 images of tests/tests/multi_arch.rs carry them
-# and run them under qemu-aarch64-static.
-# Only the two binaries (no tests), linked by Debian's aarch64-linux-gnu-gcc (.cargo/config.toml);
-# the same environment as the build above, so the host's build scripts and proc macros are
-# reused. Its cold cost is in docs/testing.md.
-say "cross-build for arm64 (catalog-server, redis-operator)"
-cargo build "${build_args[@]/x86_64-unknown-linux-gnu/aarch64-unknown-linux-gnu}" --bin catalog-server --bin redis-operator
-for program in catalog-server redis-operator; do
-  [ -x "target/aarch64-unknown-linux-gnu/debug/$program" ] || fail "the cross-build made no target/aarch64-unknown-linux-gnu/debug/$program"
-done
-export E2E_AARCH64_BIN_DIR="$PWD/target/aarch64-unknown-linux-gnu/debug"
+# catalog server and the operator): the arm64 images of tests/tests/multi_arch.rs and of
+# olm_on_a_real_node's releases carry them and run them under qemu-aarch64-static.
+# Only the two binaries (no tests), linked by Debian's aarch64-linux-gnu-gcc (.cargo/config.toml),
+# with the same environment as the build above, **in the background beside the first test
+# jobs**: only the two jobs that need them wait for it ("arm64" in $built). It has a target
+# folder of its own: a cargo command holds the host build folder (target/debug) while it
+# builds, so in the shared one every test job's `cargo test` would wait for the whole
+# cross-build. The price is the host's build scripts and proc macros built once more. Its
+# costs are in docs/testing.md.
+arm64_target=$PWD/target/arm64
+arm64_log=target/arm64-build.log
+say "cross-build for arm64 (catalog-server, redis-operator) in the background (log: $arm64_log)"
+# In a session of its own (setsid), like the Go build, so the EXIT trap stops all of it.
+ARM64_TARGET=$arm64_target BUILT=$built setsid bash -c '
+  set -e
+  CARGO_TARGET_DIR=$ARM64_TARGET cargo build --locked --target aarch64-unknown-linux-gnu --bin catalog-server --bin redis-operator
+  for program in catalog-server redis-operator; do
+    [ -x "$ARM64_TARGET/aarch64-unknown-linux-gnu/debug/$program" ] || { echo "the cross-build made no $ARM64_TARGET/aarch64-unknown-linux-gnu/debug/$program" >&2; exit 1; }
+  done
+  touch "$BUILT/arm64"
+' > "$arm64_log" 2>&1 &
+arm64_pid=$!
+background+=("$arm64_pid")
+export E2E_AARCH64_BIN_DIR="$arm64_target/aarch64-unknown-linux-gnu/debug"
 
 # The fuzz targets' short run (fuzz/run.sh), only when FUZZ_SECONDS names its length: every
 # target for that many seconds, after an instrumented build of bundle-tool and its
@@ -148,18 +162,23 @@ fi
 
 # On a new machine the Go programs are still building: each test job starts once those it
 # needs are built (none for most of them; the clusters' for the longest, which waits on its
-# cluster most of its ten minutes), the others as their programs come
-# (tests/run-test-binaries.sh, TEST_GO_BUILT). On a machine with the Go programs cached
-# nothing waits.
+# cluster most of its ten minutes), the others as their programs come, and the two that
+# carry arm64 programs once the cross-build is done (tests/run-test-binaries.sh, TEST_BUILT).
 say "tests (unit, integration, end-to-end on the real control plane), several test binaries at once"
-TEST_GO_BUILT=$go_built setsid tests/run-test-binaries.sh "${build_args[@]}" &
+TEST_BUILT=$built setsid tests/run-test-binaries.sh "${build_args[@]}" &
 tests_pid=$!
 background+=("$tests_pid")
+# A failed cross-build stops the run here: the jobs waiting for it would never start.
+if ! wait "$arm64_pid"; then
+  tail -n 60 "$arm64_log"
+  fail "the arm64 cross-build failed (the whole log: $arm64_log)"
+fi
+say "arm64 cross-build done"
 if ! wait "$go_pid"; then
   tail -n 60 "$go_log"
   fail "building the Go programs failed (the whole log: $go_log)"
 fi
-touch "$go_built/all"
+touch "$built/all"
 say "Go programs: all in the cache"
 grep -E '^\[build-go-assets\] built ' "$go_log" || echo "(all Go programs were cached)"
 tests_status=0

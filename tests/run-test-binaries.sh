@@ -14,10 +14,11 @@
 #   TEST_JOBS   how many jobs run at once (default 4; 1 runs them one after another)
 #   TEST_LOGS   folder for one log per job (default target/test-logs, emptied first)
 #   TEST_ONLY   space-separated job names to run instead of all (e.g. "e2e:release")
-#   TEST_GO_BUILT  a folder: when set, a job starts only once the Go programs it needs
-#               (see go_programs_needed) are built, which tests/assets/build-go-assets.sh
-#               shows by a file per program there (GO_ASSETS_BUILT_DIR), or `all` is there
-#               (tests/run-all.sh on a new machine: the Go programs build while tests run)
+#   TEST_BUILT  a folder: when set, a job starts only once what it needs (see needed_by)
+#               is built, which tests/run-all.sh shows by a file per item there: one per Go
+#               program of tests/assets/build-go-assets.sh (GO_ASSETS_BUILT_DIR), `arm64`
+#               for the cross-built programs, `all` once every Go program is (tests/run-all.sh
+#               on a new machine: the Go programs build while tests run)
 #
 # The arguments are given to every `cargo test` (the build flags of run-all.sh, so that no
 # job rebuilds anything). Each job's log is kept; a failing job's tail is printed as soon as
@@ -69,24 +70,27 @@ expected_seconds() {
   esac
 }
 
-# The pinned Go programs (tests/assets/build-go-assets.sh, one name per cache entry) each job
-# needs, read from the programs its test file and the harness modules it uses ask
-# tests/src/assets.rs for: none, the clusters' (etcd, Kubernetes, kwok, CoreDNS, OLM v0, opm
-# and grpc_health_probe, built first), or those and more. On a new machine a job starts as
-# soon as its programs are built, so the tests that need no Go program run beside the Go
+# What each job needs built besides the workspace: pinned Go programs
+# (tests/assets/build-go-assets.sh, one name per cache entry), read from the programs its test
+# file and the harness modules it uses ask tests/src/assets.rs for (none, the clusters' — etcd,
+# Kubernetes, kwok, CoreDNS, OLM v0, opm and grpc_health_probe, built first — or those and
+# more), and `arm64`, the cross-built programs (tests/run-all.sh). On a new machine a job
+# starts as soon as these are built, so the tests that need no Go program run beside the Go
 # builds, and each later group of jobs starts with its own program instead of waiting for
 # the last one. A job named here that needs another program fails on a new machine, saying
 # which program is missing, so a cold run shows a wrong entry (the jobs named as needing none
 # are checked with an empty asset cache, docs/testing.md); a job not named here waits for
-# every program (`all`).
+# everything (`all arm64`).
 clusters="etcd kubernetes kwok olm opm coredns grpc-health-probe"
-go_programs_needed() {
+needed_by() {
   case $1 in
     workspace:unit | workspace:doc | bundle-tool:* | catalog-server:* | \
     e2e:audit_corpus | e2e:check_upgrade_history | e2e:check_upgrade_pull | e2e:crash_safety | \
     e2e:isolation | e2e:oci_registry | e2e:olm_v1_rbac_corpus | e2e:registry_mirrors | \
     e2e:release | e2e:yaml_fast_differential) echo "" ;;
-    redis-operator:olm_on_a_real_node | redis-operator:redis_on_a_real_node | \
+    # its releases are linux/amd64 + linux/arm64 image indexes
+    redis-operator:olm_on_a_real_node) echo "$clusters arm64" ;;
+    redis-operator:redis_on_a_real_node | \
     redis-operator:run_on_a_real_node | redis-operator:disconnected_on_a_real_node | \
     e2e:serve_conformance | e2e:catalog_conformance | e2e:real_node) echo "$clusters" ;;
     # operator-controller and catalogd v1.5.1, cert-manager (rendered by helm)
@@ -97,20 +101,24 @@ go_programs_needed() {
     e2e:catalogd_http) echo "$clusters catalogd" ;;
     redis-operator:run_vs_operator_sdk_on_a_real_node) echo "$clusters operator-sdk" ;;
     e2e:generate_conformance | e2e:bundle_validate_conformance | e2e:reference_tools | \
-    e2e:token_registry | e2e:multi_arch) echo "$clusters operator-sdk" ;;
+    e2e:token_registry) echo "$clusters operator-sdk" ;;
+    e2e:multi_arch) echo "$clusters operator-sdk arm64" ;;
     e2e:check_upgrade_oracle) echo "crd-preflight" ;;
     e2e:check_upgrade_olm_oracle) echo "olm-crd-oracle" ;;
-    *) echo all ;;
+    *) echo "all arm64" ;;
   esac
 }
 
 # Whether job NAME may start now.
 may_start() {
-  [ -n "${TEST_GO_BUILT:-}" ] || return 0
-  [ -e "$TEST_GO_BUILT/all" ] && return 0
-  local program
-  for program in $(go_programs_needed "$1"); do
-    [ -e "$TEST_GO_BUILT/$program" ] || return 1
+  [ -n "${TEST_BUILT:-}" ] || return 0
+  local item
+  for item in $(needed_by "$1"); do
+    case $item in
+      arm64 | all) ;;
+      *) [ -e "$TEST_BUILT/all" ] && continue ;;
+    esac
+    [ -e "$TEST_BUILT/$item" ] || return 1
   done
 }
 

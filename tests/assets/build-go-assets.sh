@@ -590,7 +590,7 @@ done_or_build opm "$OPM_VERSION" build_opm
 done_or_build coredns "$COREDNS_KEY" build_coredns
 done_or_build grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" build_grpc_health_probe
 # Then, in the order that starts the most test time soonest (tests/run-test-binaries.sh,
-# go_programs_needed): operator-sdk (~3 minutes to build; six jobs, ~10 minutes of them),
+# needed_by): operator-sdk (~3 minutes to build; six jobs, ~10 minutes of them),
 # OLM v1 v1.5.1 with cert-manager (~6 minutes; three jobs, ~9 minutes), catalogd v1.11.0
 # (two jobs), the oracles.
 done_or_build operator-sdk "$OPERATOR_SDK_VERSION" build_operator_sdk
