@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::RunError;
 use super::catalog::{self, RunBundle};
 use super::cluster::{Cluster, Kind, describe, name};
+use super::configmap::{self, Served};
 use super::diagnosis::{self, Observed, Stage};
 use super::install_mode::{self, InstallMode};
 use super::objects::{self, Approval, Names};
@@ -22,6 +23,9 @@ pub struct RunRequest {
     pub bundle: PathBuf,
     /// Where the catalog image goes: `<registry>/<package>-run-catalog:<version>`.
     pub registry: String,
+    /// Instead of pushing: the catalog in ConfigMaps, served by a pod running this image
+    /// (see [`configmap`](super::configmap)).
+    pub server_image: Option<String>,
     /// How to push there (and pull back from there on `--upgrade`).
     pub access: RegistryAccess,
     /// How the registry is reached (for the pull back).
@@ -265,17 +269,15 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
             .get(Kind::CatalogSource, &names.catalog_source())
             .await?
             .unwrap_or(Value::Null);
-        let previous = source["metadata"]["annotations"][objects::CATALOG_IMAGE_ANNOTATION]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if previous.is_empty() {
+        let Some((previous, from)) =
+            configmap::installed_catalog(&cluster, &source, &request.transport).await?
+        else {
             return Err(RunError::NothingToUpgrade {
                 package: names.package.clone(),
                 namespace: names.namespace.clone(),
             });
-        }
-        let edge = catalog::upgraded_catalog(&previous, &request.transport, &bundle, &installed)?;
+        };
+        let edge = catalog::with_upgrade(previous, &from, &bundle, &installed)?;
         if let Some(line) = edge.added_edge {
             steps.push(
                 "note",
@@ -295,23 +297,29 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         catalog::first_catalog(&bundle)?
     };
 
-    let (pushed, warning) = catalog::build_and_push(
-        &config,
-        &names.package,
-        &names.catalog_repository(&request.registry),
-        &bundle.version(),
-        &request.access,
-    )
-    .await?;
-    if let Some(warning) = warning {
-        steps.push("note", "catalog image", warning);
-    }
-    steps.push(
-        "pushed",
-        pushed.image.clone(),
-        "the catalog image, the bundle inline",
-    );
-    let revision = objects::revision(&pushed.digest);
+    let served = match &request.server_image {
+        Some(image) => configmap::served_from_config_maps(&config, &names, image, &bundle)?,
+        None => {
+            let (pushed, warning) = catalog::build_and_push(
+                &config,
+                &names.package,
+                &names.catalog_repository(&request.registry),
+                &bundle.version(),
+                &request.access,
+            )
+            .await?;
+            if let Some(warning) = warning {
+                steps.push("note", "catalog image", warning);
+            }
+            steps.push(
+                "pushed",
+                pushed.image.clone(),
+                "the catalog image, the bundle inline",
+            );
+            Served::pushed(&pushed)
+        }
+    };
+    let revision = served.revision.clone();
     let mut waiter = Waiter::new(
         &cluster,
         &names,
@@ -322,13 +330,10 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
     );
 
     // The server first, Ready before OLM hears of it.
-    ensure(
-        &cluster,
-        steps,
-        Kind::Pod,
-        &objects::server_pod(&names, &revision, &pushed.image),
-    )
-    .await?;
+    for map in &served.config_maps {
+        ensure(&cluster, steps, Kind::ConfigMap, map).await?;
+    }
+    ensure(&cluster, steps, Kind::Pod, &served.server_pod(&names)).await?;
     ensure(
         &cluster,
         steps,
@@ -345,7 +350,7 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         "",
     );
 
-    let wanted_source = objects::catalog_source(&names, &revision, &pushed.image);
+    let wanted_source = served.catalog_source(&names);
     match cluster
         .get(Kind::CatalogSource, &names.catalog_source())
         .await?
@@ -377,7 +382,7 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
                     Kind::CatalogSource,
                     &names.catalog_source(),
                     &json!({
-                        "metadata": {"annotations": wanted_source["metadata"]["annotations"]},
+                        "metadata": {"annotations": objects::source_annotations_patch(&wanted_source)},
                         "spec": {"address": wanted_source["spec"]["address"], "image": null},
                     }),
                 )
@@ -406,20 +411,28 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         ),
         "READY",
     );
-    // Older servers of this package (an earlier catalog) are no longer pointed at.
-    for kind in [Kind::Pod, Kind::Service] {
+    // Older servers of this package (an earlier catalog) are no longer pointed at; nor are
+    // the ConfigMaps of an earlier catalog (`<server>-<part>`).
+    for kind in [Kind::Pod, Kind::Service, Kind::ConfigMap] {
         for old in cluster
             .list(kind, &objects::selector(&names.package))
             .await?
         {
             let old_name = name(&old);
-            if old_name.starts_with(&names.catalog_source()) && old_name != names.server(&revision)
+            let current = names.server(&revision);
+            if old_name.starts_with(&names.catalog_source())
+                && old_name != current
+                && !old_name.starts_with(&format!("{current}-"))
             {
                 cluster.delete(kind, old_name).await?;
                 steps.push(
                     "deleted",
                     describe(kind, &old),
-                    "the previous catalog's server",
+                    if kind == Kind::ConfigMap {
+                        "the previous catalog"
+                    } else {
+                        "the previous catalog's server"
+                    },
                 );
             }
         }
