@@ -95,14 +95,16 @@ enum Command {
         "bundle-tool release --version 0.2.0 --push --username ci --password-stdin < password.txt",
     ))]
     Release(action::ReleaseArgs),
-    /// Install a bundle folder on a cluster through OLM v0 (or OLM v1) in one command: its catalog image
-    /// (the bundle inline) pushed, a Ready catalog server, CatalogSource, OperatorGroup (when
-    /// the namespace has none), Subscription, until the CSV succeeds; on a stall, the object
-    /// and the cluster's reason. `--upgrade` moves the package to a new bundle; `run cleanup`
+    /// Install a bundle folder on a cluster through OLM v0 (or OLM v1) in one command: its
+    /// catalog image (the bundle inline) pushed, or with `--server-image` the catalog in
+    /// ConfigMaps, a Ready catalog server, CatalogSource, OperatorGroup (when the namespace has
+    /// none), Subscription, until the CSV succeeds; on a stall, the object and the cluster's
+    /// reason. `--upgrade` moves the package to a new bundle; `run cleanup`
     /// removes what `run` made.
     #[command(after_help = examples!(
         "bundle-tool run bundle --registry 127.0.0.1:5000/dev --plain-http -n operators",
         "bundle-tool run --upgrade ../next/bundle --registry quay.io/me -n operators -o json",
+        "bundle-tool run bundle --server-image quay.io/me/redis-operator-catalog:v0.1.0 -n operators",
         "bundle-tool run cleanup redis-operator -n operators --delete-crds",
     ))]
     Run(action::RunCommand),

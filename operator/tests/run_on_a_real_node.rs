@@ -12,7 +12,12 @@
 //!    empty list) is gone, an unrelated Subscription in the namespace survives, and the
 //!    OperatorGroup `run` made is kept while that Subscription is there, deleted after; the
 //!    kept CRD no longer converts through the deleted operator's webhook;
-//! 6. an operator image that does not exist, and an operator container that exits 1: `run`
+//! 6. `run --server-image`: the catalog in ConfigMaps mounted into a server pod running the
+//!    0.1.0 catalog image already in the registry, nothing pushed (the registry's repositories
+//!    and tags unchanged). The install succeeds, a second run changes nothing, and `--upgrade`
+//!    to 0.2.0 succeeds, which it can only if the server reads the mounted ConfigMaps (the
+//!    image's own catalog has no 0.2.0). `run cleanup` removes the ConfigMaps with the rest;
+//! 7. an operator image that does not exist, and an operator container that exits 1: `run`
 //!    exits non-zero within its timeout naming the pod, the reason, and (for the crash) the
 //!    exit code and the container's last log line.
 
@@ -78,6 +83,103 @@ impl Run {
         all.extend_from_slice(args);
         self.bundle_tool(&all)
     }
+
+    /// `run BUNDLE --server-image IMAGE` and more `args`: the catalog in ConfigMaps.
+    fn install_from_config_maps(
+        &self,
+        bundle: &Path,
+        image: &str,
+        args: &[&str],
+    ) -> anyhow::Result<Output> {
+        let bundle = bundle.display().to_string();
+        let mut all = vec!["run", &bundle, "--server-image", image];
+        all.extend_from_slice(args);
+        self.bundle_tool(&all)
+    }
+}
+
+/// The repositories of the node's registry and the tags of each, as the registry lists them.
+async fn registry_contents(registry: &str) -> anyhow::Result<Vec<String>> {
+    let (status, body) = e2e::http_get_at(registry, "/v2/_catalog").await?;
+    ensure!(status == 200, "GET /v2/_catalog: {status} {body}");
+    let catalog: Value = serde_json::from_str(&body).context("/v2/_catalog")?;
+    let mut contents = Vec::new();
+    for repository in catalog["repositories"].as_array().into_iter().flatten() {
+        let repository = repository.as_str().unwrap_or_default();
+        let (status, body) =
+            e2e::http_get_at(registry, &format!("/v2/{repository}/tags/list")).await?;
+        ensure!(status == 200, "GET tags of {repository}: {status} {body}");
+        let tags: Value = serde_json::from_str(&body).context("tags/list")?;
+        let mut tags: Vec<String> = tags["tags"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect();
+        tags.sort();
+        contents.push(format!("{repository}:{}", tags.join(",")));
+    }
+    ensure!(!contents.is_empty(), "the registry lists no repository");
+    Ok(contents)
+}
+
+/// The ConfigMaps `run` made, and the ConfigMaps its catalog server pod mounts at `/configs`,
+/// by name.
+async fn config_maps_and_mounts(
+    client: &kube::Client,
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use kube::api::ListParams;
+    let selector = ListParams::default().labels(run_support::SELECTOR);
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
+    let mut made: Vec<String> = maps
+        .list(&selector)
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|m| m.metadata.name)
+        .collect();
+    made.sort();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let mut mounted = Vec::new();
+    for pod in pods.list(&selector).await?.items {
+        // The previous catalog's server may still be going away after an upgrade.
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let spec = pod.spec.unwrap_or_default();
+        // The volume mounted where the server reads its catalog (the pod has others, such
+        // as the service account's, which projects the kube-root-ca.crt ConfigMap).
+        let catalog_volume = spec
+            .containers
+            .iter()
+            .flat_map(|c| c.volume_mounts.iter().flatten())
+            .find(|m| m.mount_path == "/configs")
+            .map(|m| m.name.clone())
+            .with_context(|| {
+                format!(
+                    "the server pod {:?} mounts nothing at /configs",
+                    pod.metadata.name
+                )
+            })?;
+        for volume in spec.volumes.into_iter().flatten() {
+            if volume.name != catalog_volume {
+                continue;
+            }
+            for source in volume
+                .projected
+                .and_then(|p| p.sources)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(map) = source.config_map {
+                    mounted.push(map.name);
+                }
+            }
+        }
+    }
+    mounted.sort();
+    Ok((made, mounted))
 }
 
 /// Fails unless the command failed and its output names every one of `words`.
@@ -100,6 +202,7 @@ async fn made_by_run(client: &kube::Client) -> anyhow::Result<Vec<String>> {
         &[
             ("", "v1", "Pod", "pods", true),
             ("", "v1", "Service", "services", true),
+            ("", "v1", "ConfigMap", "configmaps", true),
             (
                 "operators.coreos.com",
                 "v1alpha1",
@@ -399,9 +502,9 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
         "cleanup did not keep the OperatorGroup the unrelated Subscription needs: {report:#}"
     );
     // The sample RedisCluster stays, and so does its CRD: cleanup waits until OLM has taken
-    // the deleted CSV's conversion webhook off the CRD, so that the installs of step 6 can
-    // read the existing RedisClusters in every version, as OLM checks them before it applies
-    // the CRD again.
+    // the deleted CSV's conversion webhook off the CRD, so that the installs of steps 6 and 7
+    // can read the existing RedisClusters in every version, as OLM checks them before it
+    // applies the CRD again.
     ensure!(
         report["steps"]
             .as_array()
@@ -433,7 +536,101 @@ async fn run_installs_upgrades_cleans_up_and_says_why_it_is_stuck() -> anyhow::R
         "the second cleanup: {report:#}"
     );
 
-    // 6. An operator image that does not exist.
+    // 6. The catalog served from ConfigMaps by the 0.1.0 catalog image already in the
+    // registry: nothing pushed. That image's own catalog has no 0.2.0, so the upgrade below
+    // resolves only if the server reads the mounted ConfigMaps.
+    let phase = Instant::now();
+    let server_image = format!("{}/redis-operator-run-catalog:0.1.0", run.registry);
+    let registry_before = registry_contents(&node.registry()).await?;
+    let output = run.install_from_config_maps(&bundle, &server_image, &["--timeout", "300s"])?;
+    ensure!(
+        output.status.success(),
+        "run --server-image failed:\n{}\n{}",
+        run_support::text(&output),
+        describe()
+    );
+    let said = run_support::text(&output);
+    run_support::said_each(
+        &said,
+        &[
+            "created ConfigMap redis-operator/redis-operator-run-catalog-",
+            "ready Pod redis-operator/redis-operator-run-catalog-",
+            "created CatalogSource redis-operator/redis-operator-run-catalog",
+            "succeeded ClusterServiceVersion redis-operator/redis-operator.v0.1.0",
+        ],
+    )?;
+    ensure!(
+        !said.contains(" pushed "),
+        "run --server-image pushed something:\n{said}"
+    );
+    let (made, mounted) = config_maps_and_mounts(&client).await?;
+    ensure!(
+        !made.is_empty() && made == mounted,
+        "the ConfigMaps made {made:?} are not those the server pod mounts {mounted:?}"
+    );
+    let output = run.install_from_config_maps(&bundle, &server_image, &["-o", "json"])?;
+    let again: Value = serde_json::from_slice(&output.stdout)?;
+    ensure!(
+        output.status.success() && again["changed"] == false,
+        "the second run --server-image changed something: {again:#}"
+    );
+    let output =
+        run.install_from_config_maps(&next, &server_image, &["--upgrade", "--timeout", "120s"])?;
+    ensure!(
+        output.status.success(),
+        "run --upgrade --server-image failed:\n{}\n{}",
+        run_support::text(&output),
+        describe()
+    );
+    run_support::said_each(
+        &run_support::text(&output),
+        &[
+            "created ConfigMap redis-operator/redis-operator-run-catalog-",
+            "updated CatalogSource redis-operator/redis-operator-run-catalog",
+            "deleted ConfigMap redis-operator/redis-operator-run-catalog-",
+            "succeeded ClusterServiceVersion redis-operator/redis-operator.v0.2.0",
+        ],
+    )?;
+    let (made_now, mounted) = config_maps_and_mounts(&client).await?;
+    ensure!(
+        !made_now.is_empty() && made_now == mounted && made_now != made,
+        "after the upgrade: ConfigMaps {made_now:?} (before {made:?}), mounted {mounted:?}"
+    );
+    let registry_after = registry_contents(&node.registry()).await?;
+    ensure!(
+        registry_after == registry_before,
+        "run --server-image changed the registry: {registry_before:?} -> {registry_after:?}"
+    );
+    let before = made_by_run(&client).await?;
+    for kind in [
+        "ConfigMap/",
+        "Pod/",
+        "Service/",
+        "CatalogSource/",
+        "OperatorGroup/",
+        "Subscription/",
+    ] {
+        ensure!(
+            before.iter().any(|o| o.starts_with(kind)),
+            "no {kind} made by run --server-image before cleanup: {before:?}"
+        );
+    }
+    let report = cleanup(&run)?;
+    let removed = deleted(&report);
+    for object in &before {
+        ensure!(
+            removed.contains(object),
+            "cleanup did not list {object}: {report:#}"
+        );
+    }
+    let left = made_by_run(&client).await?;
+    ensure!(left.is_empty(), "left after cleanup: {left:?}");
+    println!(
+        "the ConfigMap phase: {:.1} s",
+        phase.elapsed().as_secs_f64()
+    );
+
+    // 7. An operator image that does not exist.
     let scratch = tempfile::tempdir()?;
     let missing = scratch.path().join("missing-image");
     edited_bundle(&missing, |csv| {

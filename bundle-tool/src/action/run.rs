@@ -75,6 +75,11 @@ pub struct RunArgs {
     /// cluster's nodes pull it from there.
     #[arg(long, value_name = "PREFIX")]
     pub registry: Option<String>,
+    /// Instead of --registry (nothing is pushed): the catalog goes into ConfigMaps, mounted
+    /// into a server pod running IMAGE, which must hold bundle-tool's catalog-server, as
+    /// every catalog image bundle-tool builds does (OLM v0 only).
+    #[arg(long, value_name = "IMAGE", conflicts_with = "registry")]
+    pub server_image: Option<String>,
     /// The namespace (default: the kubeconfig context's).
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
@@ -193,6 +198,19 @@ impl Action for RunArgs {
                 "a bundle folder or image is needed: bundle-tool run <bundle-dir|bundle-image> --registry PREFIX",
             ));
         };
+        let registry = match (&self.registry, &self.server_image) {
+            (Some(registry), _) => registry.clone(),
+            (None, Some(image)) => {
+                crate::image::parse_reference(image)
+                    .map_err(|error| ActionError::message(format!("--server-image: {error}")))?;
+                String::new()
+            }
+            (None, None) => {
+                return Err(ActionError::message(
+                    "--registry PREFIX or --server-image IMAGE is needed: the catalog image is pushed to the registry and the cluster's nodes pull it from there, or the catalog goes into ConfigMaps served by a pod running the image (docs/run.md)",
+                ));
+            }
+        };
         // A bundle image is unpacked and served like a folder (its objects inline in the
         // catalog `run` makes); the unpacked folder lives until the run ends.
         let pulled;
@@ -208,14 +226,10 @@ impl Action for RunArgs {
                 pulled.root().to_path_buf()
             }
         };
-        let Some(registry) = &self.registry else {
-            return Err(ActionError::message(
-                "--registry PREFIX is needed: the catalog image is pushed there and the cluster's nodes pull it from there (docs/run.md)",
-            ));
-        };
         let request = RunRequest {
             bundle,
-            registry: registry.clone(),
+            registry,
+            server_image: self.server_image.clone(),
             access: self.registry_access.access()?,
             transport: self.registry_access.transport.transport(),
             namespace: self.namespace.clone(),
@@ -257,6 +271,34 @@ impl Action for RunCleanupArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BUNDLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bundle");
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn the_catalog_goes_to_a_registry_or_to_configmaps_not_both() {
+        use clap::Parser as _;
+        let both = Cli::try_parse_from(["run", BUNDLE, "--registry", "r", "--server-image", "i"]);
+        let error = both.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("--server-image"), "{error}");
+        let neither = Cli::try_parse_from(["run", BUNDLE]).unwrap().run.run();
+        let error = neither.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            error.contains("--registry PREFIX or --server-image IMAGE is needed"),
+            "{error}"
+        );
+        let bad = Cli::try_parse_from(["run", BUNDLE, "--server-image", "Not An Image"])
+            .unwrap()
+            .run
+            .run();
+        let error = bad.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.starts_with("--server-image: "), "{error}");
+    }
 
     #[test]
     fn durations_read_as_go_writes_them() {

@@ -4,7 +4,8 @@
 //! same runnable catalog image `build --catalog` and `release` make, and pushed.
 //!
 //! `--upgrade` starts from the catalog the installed bundle came from (the image named on the
-//! CatalogSource, pulled back) and adds the new bundle as the channel's new head, replacing
+//! CatalogSource, pulled back, or the ConfigMaps it names, read back: see
+//! [`super::configmap`]) and adds the new bundle as the channel's new head, replacing
 //! the installed CSV: the upgrade edge OLM follows, whatever the new CSV's `spec.replaces`.
 
 use std::path::{Path, PathBuf};
@@ -91,21 +92,6 @@ pub struct UpgradeEdge {
     /// Set when the new CSV's own `spec.replaces` does not name the installed CSV: the line
     /// that says the catalog's entry adds the edge.
     pub added_edge: Option<String>,
-}
-
-/// The catalog image `previous` (pulled back) with `bundle` replacing `installed`.
-pub fn upgraded_catalog(
-    previous: &str,
-    transport: &image::Transport,
-    bundle: &RunBundle,
-    installed: &str,
-) -> Result<UpgradeEdge, RunError> {
-    with_upgrade(
-        pulled_catalog(previous, transport)?,
-        previous,
-        bundle,
-        installed,
-    )
 }
 
 /// `image` pulled and unpacked into a temporary folder (a catalog image: its configs).
@@ -213,6 +199,22 @@ pub struct PushedCatalog {
     pub digest: String,
 }
 
+/// `config` written as a catalog folder (`<package>/catalog.json` in a temporary folder) and
+/// validated as `catalog validate` validates.
+pub fn validated_folder(
+    config: &DeclarativeConfig,
+    package: &str,
+) -> Result<tempfile::TempDir, RunError> {
+    let folder = tempfile::tempdir().map_err(RunError::Io)?;
+    let package_dir = folder.path().join(package);
+    std::fs::create_dir_all(&package_dir).map_err(RunError::Io)?;
+    std::fs::write(package_dir.join("catalog.json"), declcfg::to_json(config))
+        .map_err(RunError::Io)?;
+    crate::catalog::model::validate_dir(folder.path())
+        .map_err(|error| RunError::InvalidCatalog(Box::new(error)))?;
+    Ok(folder)
+}
+
 /// Writes `config` as a catalog folder, validates it, builds the runnable catalog image and
 /// pushes it to `repository:tag`; with the warning about a dynamically linked server, if any.
 pub async fn build_and_push(
@@ -222,13 +224,7 @@ pub async fn build_and_push(
     tag: &str,
     access: &RegistryAccess,
 ) -> Result<(PushedCatalog, Option<String>), RunError> {
-    let folder = tempfile::tempdir().map_err(RunError::Io)?;
-    let package_dir = folder.path().join(package);
-    std::fs::create_dir_all(&package_dir).map_err(RunError::Io)?;
-    std::fs::write(package_dir.join("catalog.json"), declcfg::to_json(config))
-        .map_err(RunError::Io)?;
-    crate::catalog::model::validate_dir(folder.path())
-        .map_err(|error| RunError::InvalidCatalog(Box::new(error)))?;
+    let folder = validated_folder(config, package)?;
     let server = image::server_binary().map_err(RunError::Io)?;
     let layer = image::ServerLayer::prepare(&server).map_err(RunError::Io)?;
     let built = image::build_catalog_image_with(folder.path(), &layer).map_err(RunError::Io)?;

@@ -1,6 +1,7 @@
 //! `run cleanup <package>`: removes what `run` made for the package — its Subscription, the
 //! CSV that Subscription installed, the InstallPlans the Subscription owns, the
-//! CatalogSource, the catalog servers (pods and Services), the OperatorGroup when `run` made
+//! CatalogSource, the catalog servers (pods and Services) and the ConfigMaps of a
+//! `--server-image` catalog, the OperatorGroup when `run` made
 //! it and no other Subscription is left in the namespace, and with `--delete-crds` the CRDs
 //! the CSV owns — and nothing else. Everything is found by `run`'s labels (or, for what OLM
 //! made, through the labelled Subscription), listed as it is deleted, and waited for until
@@ -158,7 +159,12 @@ async fn remove(request: &CleanupRequest, steps: &mut Steps) -> Result<Option<St
     if missing_v0.is_some() {
         return finish(&cluster, steps, request, &names, doomed, &crds, csv_name).await;
     }
-    for kind in [Kind::CatalogSource, Kind::Service, Kind::Pod] {
+    for kind in [
+        Kind::CatalogSource,
+        Kind::Service,
+        Kind::Pod,
+        Kind::ConfigMap,
+    ] {
         for object in cluster.list(kind, &selector).await? {
             doomed.push((kind, object));
         }

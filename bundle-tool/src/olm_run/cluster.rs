@@ -33,6 +33,8 @@ pub enum Kind {
     Pod,
     /// core/v1 Service.
     Service,
+    /// core/v1 ConfigMap (the catalog of `--server-image`).
+    ConfigMap,
     /// OLM's CatalogSource.
     CatalogSource,
     /// OLM's OperatorGroup.
@@ -67,6 +69,7 @@ impl Kind {
         match self {
             Kind::Pod => "Pod",
             Kind::Service => "Service",
+            Kind::ConfigMap => "ConfigMap",
             Kind::CatalogSource => "CatalogSource",
             Kind::OperatorGroup => "OperatorGroup",
             Kind::Subscription => "Subscription",
@@ -112,6 +115,7 @@ impl Kind {
         let (group, version, plural) = match self {
             Kind::Pod => ("", "v1", "pods"),
             Kind::Service => ("", "v1", "services"),
+            Kind::ConfigMap => ("", "v1", "configmaps"),
             Kind::CatalogSource => ("operators.coreos.com", "v1alpha1", "catalogsources"),
             Kind::OperatorGroup => ("operators.coreos.com", "v1", "operatorgroups"),
             Kind::Subscription => ("operators.coreos.com", "v1alpha1", "subscriptions"),

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::RunError;
 use super::catalog::{self, RunBundle};
 use super::cluster::{Cluster, Kind, describe, name};
+use super::configmap::{self, Served};
 use super::diagnosis::Stage;
 use super::install_mode;
 use super::objects::{self, Names};
@@ -148,17 +149,15 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
             .get(Kind::CatalogSource, &names.catalog_source())
             .await?
             .unwrap_or(Value::Null);
-        let previous = source["metadata"]["annotations"][objects::CATALOG_IMAGE_ANNOTATION]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if previous.is_empty() {
+        let Some((previous, from)) =
+            configmap::installed_catalog(&cluster, &source, &request.transport).await?
+        else {
             return Err(RunError::NothingToUpgrade {
                 package: names.package.clone(),
                 namespace: names.namespace.clone(),
             });
-        }
-        let edge = catalog::upgraded_catalog(&previous, &request.transport, &bundle, &installed)?;
+        };
+        let edge = catalog::with_upgrade(previous, &from, &bundle, &installed)?;
         if let Some(line) = edge.added_edge {
             steps.push(
                 "note",
@@ -178,23 +177,29 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         catalog::first_catalog(&bundle)?
     };
 
-    let (pushed, warning) = catalog::build_and_push(
-        &config,
-        &names.package,
-        &names.catalog_repository(&request.registry),
-        &bundle.version(),
-        &request.access,
-    )
-    .await?;
-    if let Some(warning) = warning {
-        steps.push("note", "catalog image", warning);
-    }
-    steps.push(
-        "pushed",
-        pushed.image.clone(),
-        "the catalog image, the bundle inline",
-    );
-    let revision = objects::revision(&pushed.digest);
+    let served = match &request.server_image {
+        Some(image) => configmap::served_from_config_maps(&config, &names, image, &bundle)?,
+        None => {
+            let (pushed, warning) = catalog::build_and_push(
+                &config,
+                &names.package,
+                &names.catalog_repository(&request.registry),
+                &bundle.version(),
+                &request.access,
+            )
+            .await?;
+            if let Some(warning) = warning {
+                steps.push("note", "catalog image", warning);
+            }
+            steps.push(
+                "pushed",
+                pushed.image.clone(),
+                "the catalog image, the bundle inline",
+            );
+            Served::pushed(&pushed)
+        }
+    };
+    let revision = served.revision.clone();
     let mut waiter = Waiter::new(
         &cluster,
         &names,
@@ -205,13 +210,10 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
     );
 
     // The server first, Ready before OLM hears of it.
-    ensure(
-        &cluster,
-        steps,
-        Kind::Pod,
-        &objects::server_pod(&names, &revision, &pushed.image),
-    )
-    .await?;
+    for map in &served.config_maps {
+        ensure(&cluster, steps, Kind::ConfigMap, map).await?;
+    }
+    ensure(&cluster, steps, Kind::Pod, &served.server_pod(&names)).await?;
     ensure(
         &cluster,
         steps,
@@ -228,7 +230,7 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         "",
     );
 
-    let wanted_source = objects::catalog_source(&names, &revision, &pushed.image);
+    let wanted_source = served.catalog_source(&names);
     match cluster
         .get(Kind::CatalogSource, &names.catalog_source())
         .await?
@@ -260,7 +262,7 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
                     Kind::CatalogSource,
                     &names.catalog_source(),
                     &json!({
-                        "metadata": {"annotations": wanted_source["metadata"]["annotations"]},
+                        "metadata": {"annotations": objects::source_annotations_patch(&wanted_source)},
                         "spec": {"address": wanted_source["spec"]["address"], "image": null},
                     }),
                 )
@@ -289,20 +291,28 @@ async fn install(request: &RunRequest, steps: &mut Steps) -> Result<String, RunE
         ),
         "READY",
     );
-    // Older servers of this package (an earlier catalog) are no longer pointed at.
-    for kind in [Kind::Pod, Kind::Service] {
+    // Older servers of this package (an earlier catalog) are no longer pointed at; nor are
+    // the ConfigMaps of an earlier catalog (`<server>-<part>`).
+    for kind in [Kind::Pod, Kind::Service, Kind::ConfigMap] {
         for old in cluster
             .list(kind, &objects::selector(&names.package))
             .await?
         {
             let old_name = name(&old);
-            if old_name.starts_with(&names.catalog_source()) && old_name != names.server(&revision)
+            let current = names.server(&revision);
+            if old_name.starts_with(&names.catalog_source())
+                && old_name != current
+                && !old_name.starts_with(&format!("{current}-"))
             {
                 cluster.delete(kind, old_name).await?;
                 steps.push(
                     "deleted",
                     describe(kind, &old),
-                    "the previous catalog's server",
+                    if kind == Kind::ConfigMap {
+                        "the previous catalog"
+                    } else {
+                        "the previous catalog's server"
+                    },
                 );
             }
         }

@@ -13,6 +13,8 @@
 //!   applied;
 //! - [`objects`]: what `run` makes, labelled so that `run cleanup` finds exactly it;
 //! - [`catalog`]: the one-package catalog, built and pushed as `build --catalog` builds one;
+//! - [`configmap`]: with `--server-image`, the same catalog in ConfigMaps instead, mounted
+//!   into a server pod running the image named (nothing pushed);
 //! - [`diagnosis`]: why a step does not progress, a pure function over the objects read;
 //! - [`cluster`]: the kube-rs client and the reads; [`request`]: what `run` is asked;
 //!   [`install`] and [`cleanup`]: the verbs; [`steps`]: what they did, as it happens;
@@ -24,6 +26,7 @@
 pub mod catalog;
 pub mod cleanup;
 pub mod cluster;
+pub mod configmap;
 pub mod diagnosis;
 pub mod install;
 pub mod install_mode;
@@ -130,6 +133,33 @@ pub enum RunError {
         /// The first missing OLM v0 CRD.
         missing: String,
     },
+    /// A catalog document too large for a ConfigMap (`--server-image`).
+    #[error(
+        "{}: the catalog's {document} is {bytes} bytes of JSON, more than one ConfigMap holds ({} bytes; the API server takes at most 1 MiB of data per ConfigMap): serve this catalog from a registry instead (--registry PREFIX); nothing was applied",
+        .bundle.display(),
+        configmap::PART_LIMIT
+    )]
+    CatalogTooLarge {
+        /// The bundle folder being run.
+        bundle: PathBuf,
+        /// The document (`schema name`).
+        document: String,
+        /// Its size.
+        bytes: usize,
+    },
+    /// A ConfigMap of the installed catalog could not be read back (`--upgrade`).
+    #[error("reading the installed catalog from ConfigMap {config_map}: {why}")]
+    InstalledCatalog {
+        /// `namespace/name`.
+        config_map: String,
+        /// Why.
+        why: String,
+    },
+    /// `--server-image` on OLM v1.
+    #[error(
+        "--server-image serves the catalog to a CatalogSource, which OLM v1 does not have: catalogd reads catalogs from images only; use --registry PREFIX (nothing was applied)"
+    )]
+    ServerImageOnOlmV1,
     /// A flag `run` does not support on OLM v1 yet.
     #[error("{0} is not supported on OLM v1 by run yet")]
     NotOnOlmV1(&'static str),

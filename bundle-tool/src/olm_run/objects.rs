@@ -14,6 +14,11 @@ pub const PACKAGE_LABEL: &str = "bundle-tool.run/package";
 pub const CATALOG_REVISION_LABEL: &str = "bundle-tool.run/catalog-revision";
 /// On the CatalogSource: the catalog image its server runs (what `--upgrade` adds to).
 pub const CATALOG_IMAGE_ANNOTATION: &str = "bundle-tool.run/catalog-image";
+/// On the CatalogSource, with `--server-image`: the ConfigMaps its server's catalog is in, in
+/// order, comma-separated (what `--upgrade` adds to).
+pub const CATALOG_CONFIGMAPS_ANNOTATION: &str = "bundle-tool.run/catalog-configmaps";
+/// On the CatalogSource, with `--server-image`: the image its server runs.
+pub const SERVER_IMAGE_ANNOTATION: &str = "bundle-tool.run/server-image";
 /// The channel of the catalog `run` makes (one package, one channel).
 pub const CHANNEL: &str = "bundle-tool-run";
 /// The name of the OperatorGroup `run` makes when the namespace has none.
@@ -172,6 +177,21 @@ pub fn catalog_source(names: &Names, revision: &str, catalog_image: &str) -> Val
             "publisher": "bundle-tool run",
         },
     })
+}
+
+/// The annotations `run` sets on the CatalogSource, as a merge patch to `wanted`'s: the ones
+/// `wanted` lacks are removed (a catalog that moves from an image to ConfigMaps, or back,
+/// keeps no annotation of the other way).
+pub fn source_annotations_patch(wanted: &Value) -> Value {
+    let mut patch = json!({});
+    for key in [
+        CATALOG_IMAGE_ANNOTATION,
+        CATALOG_CONFIGMAPS_ANNOTATION,
+        SERVER_IMAGE_ANNOTATION,
+    ] {
+        patch[key] = wanted["metadata"]["annotations"][key].clone();
+    }
+    patch
 }
 
 /// The OperatorGroup made when the namespace has none.
@@ -347,5 +367,25 @@ mod tests {
             "redis-operator-run-catalog-r.ops.svc:50051"
         );
         assert!(operator_group(&names, &[])["spec"]["targetNamespaces"].is_null());
+    }
+
+    #[test]
+    fn a_moved_catalog_keeps_no_annotation_of_the_other_way() {
+        let mut wanted = catalog_source(&names(), "r", "");
+        wanted["metadata"]["annotations"] = json!({CATALOG_CONFIGMAPS_ANNOTATION: "a,b"});
+        assert_eq!(
+            source_annotations_patch(&wanted),
+            json!({
+                CATALOG_IMAGE_ANNOTATION: null,
+                CATALOG_CONFIGMAPS_ANNOTATION: "a,b",
+                SERVER_IMAGE_ANNOTATION: null,
+            })
+        );
+        let image = catalog_source(&names(), "r", "img");
+        assert_eq!(
+            source_annotations_patch(&image)[CATALOG_IMAGE_ANNOTATION],
+            "img"
+        );
+        assert!(source_annotations_patch(&image)[CATALOG_CONFIGMAPS_ANNOTATION].is_null());
     }
 }

@@ -25,6 +25,9 @@ pub(super) async fn install(
     cluster: &Cluster,
     bundle: RunBundle,
 ) -> Result<String, RunError> {
+    if request.server_image.is_some() {
+        return Err(RunError::ServerImageOnOlmV1);
+    }
     if !cluster.namespace_exists().await? {
         return Err(RunError::NoNamespace(cluster.namespace.clone()));
     }

@@ -14,6 +14,9 @@ pub struct RunRequest {
     pub bundle: PathBuf,
     /// Where the catalog image goes: `<registry>/<package>-run-catalog:<version>`.
     pub registry: String,
+    /// Instead of pushing: the catalog in ConfigMaps, served by a pod running this image
+    /// (see [`configmap`](super::configmap)).
+    pub server_image: Option<String>,
     /// How to push there (and pull back from there on `--upgrade`).
     pub access: RegistryAccess,
     /// How the registry is reached (for the pull back).
