@@ -41,7 +41,7 @@ expected_seconds() {
     redis-operator:olm_on_a_real_node) echo 520 ;;
     redis-operator:olm_v1_install_on_a_real_node) echo 261 ;;
     redis-operator:olm_v1_on_a_real_node) echo 190 ;;
-    redis-operator:olm_v1_upgrade_safety_on_a_real_node) echo 175 ;;
+    redis-operator:olm_v1_upgrade_safety_on_a_real_node) echo 190 ;;
     redis-operator:run_on_a_real_node) echo 168 ;;
     redis-operator:disconnected_on_a_real_node) echo 238 ;;
     redis-operator:run_vs_operator_sdk_on_a_real_node) echo 168 ;;
