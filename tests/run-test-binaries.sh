@@ -42,7 +42,7 @@ expected_seconds() {
     redis-operator:olm_on_a_real_node) echo 700 ;;
     redis-operator:olm_v1_install_on_a_real_node) echo 266 ;;
     redis-operator:olm_v1_on_a_real_node) echo 218 ;;
-    redis-operator:olm_v1_upgrade_safety_on_a_real_node) echo 161 ;;
+    redis-operator:olm_v1_upgrade_safety_on_a_real_node) echo 175 ;;
     redis-operator:run_on_a_real_node) echo 310 ;;
     redis-operator:disconnected_on_a_real_node) echo 245 ;;
     redis-operator:run_vs_operator_sdk_on_a_real_node) echo 180 ;;

@@ -24,8 +24,13 @@
 //! update goes to the API server, which takes all but two of them (1.1.0 installed) and
 //! itself refuses those two, as its CRD validation always does: `spec.scope` is immutable,
 //! and every entry of `status.storedVersions` must stay in `spec.versions`.
+//!
+//! In the same cluster, catalog and run, concurrently with the pairs: the `olm-v1`
+//! validator's rules against v1.5.1, a package per rule whose bundle breaks exactly that rule
+//! ([`olm_v1_rules`]).
 
 mod olm_release;
+mod olm_v1_rules;
 mod real;
 
 use std::collections::BTreeSet;
@@ -296,9 +301,15 @@ fn write_manifests(path: &Path, objects: &[Value]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Makes the eight packages' bundles with bundle-tool, pushes them, adds them to one catalog
-/// and pushes its image; returns the catalog image by digest.
-fn publish(pairs: &[Pair], node: &RealNode, work: &Path) -> anyhow::Result<String> {
+/// Makes the pairs' bundles with bundle-tool, pushes them and the rule cases' bundles (made
+/// already in `work/bundles` and `work/unpushable`), adds them all to one catalog and pushes
+/// its image; returns the catalog image by digest.
+fn publish(
+    pairs: &[Pair],
+    rules: &[olm_v1_rules::RuleBundle],
+    node: &RealNode,
+    work: &Path,
+) -> anyhow::Result<String> {
     let started = Instant::now();
     let registry = node.registry();
     let busybox = &node.images().busybox;
@@ -382,13 +393,15 @@ fn publish(pairs: &[Pair], node: &RealNode, work: &Path) -> anyhow::Result<Strin
             )?;
         }
     }
+    olm_v1_rules::push_and_add(rules, work, &prefix, &pushed)?;
     let digest = olm_release::build_and_push_catalog(
         |args| bundle_tool(work, args),
         &work.join("oci-catalog"),
         &format!("{prefix}/catalog:latest"),
     )?;
     println!(
-        "16 bundles and the catalog made and pushed: {:.1} s",
+        "{} bundles and the catalog made and pushed: {:.1} s",
+        2 * pairs.len() + rules.len(),
         started.elapsed().as_secs_f64()
     );
     Ok(format!("{prefix}/catalog@{digest}"))
@@ -400,6 +413,8 @@ struct Cluster {
     olm: OlmV1OnNode,
 }
 
+/// The helpers below take the package's name: it is also the ClusterExtension's and the
+/// namespace's.
 impl Cluster {
     fn extensions(&self) -> Api<DynamicObject> {
         Api::all_with(
@@ -408,12 +423,12 @@ impl Cluster {
         )
     }
 
-    /// OLM v1's pods and logs, and the pair's extension and pods.
-    fn describe(&self, pair: &Pair) -> String {
+    /// OLM v1's pods and logs, and the package's extension and pods.
+    fn describe(&self, package: &str) -> String {
         let mut out = self.olm.describe(self.node);
         for args in [
-            vec!["get", "clusterextension", &pair.package, "-o", "yaml"],
-            vec!["get", "all", "-n", &pair.package, "-o", "wide"],
+            vec!["get", "clusterextension", package, "-o", "yaml"],
+            vec!["get", "all", "-n", package, "-o", "wide"],
         ] {
             if let Ok(output) = self.node.kubectl(&args) {
                 out.push_str(&String::from_utf8_lossy(&output.stdout));
@@ -423,13 +438,13 @@ impl Cluster {
         out
     }
 
-    async fn extension(&self, pair: &Pair) -> anyhow::Result<Value> {
-        Ok(self.extensions().get(&pair.package).await?.data)
+    async fn extension(&self, package: &str) -> anyhow::Result<Value> {
+        Ok(self.extensions().get(package).await?.data)
     }
 
     /// The extension's conditions, one line each, for messages.
-    async fn conditions(&self, pair: &Pair) -> String {
-        match self.extension(pair).await {
+    async fn conditions(&self, package: &str) -> String {
+        match self.extension(package).await {
             Ok(extension) => extension["status"]["conditions"]
                 .as_array()
                 .map(|all| {
@@ -453,7 +468,7 @@ impl Cluster {
 
     async fn wait<T, F, Fut>(
         &self,
-        pair: &Pair,
+        package: &str,
         seconds: u64,
         what: &str,
         check: F,
@@ -464,17 +479,17 @@ impl Cluster {
     {
         wait_for(
             self.node,
-            &|| self.describe(pair),
+            &|| self.describe(package),
             seconds,
-            &format!("{}: {what}", pair.fixture.dir),
+            &format!("{package}: {what}"),
             check,
         )
         .await
     }
 
     /// The installed bundle's name when `Installed` is True.
-    async fn installed(&self, pair: &Pair) -> anyhow::Result<Option<String>> {
-        let extension = self.extension(pair).await?;
+    async fn installed(&self, package: &str) -> anyhow::Result<Option<String>> {
+        let extension = self.extension(package).await?;
         let installed = condition(&extension, "Installed").is_some_and(|c| c["status"] == "True");
         Ok(installed
             .then(|| extension["status"]["install"]["bundle"]["name"].as_str())
@@ -482,35 +497,80 @@ impl Cluster {
             .map(str::to_string))
     }
 
-    async fn wait_installed(&self, pair: &Pair, version: &str) -> anyhow::Result<()> {
-        let bundle = format!("{}.v{version}", pair.package);
-        self.wait(pair, 240, &format!("{bundle} Installed"), || async {
-            Ok((self.installed(pair).await?.as_deref() == Some(bundle.as_str())).then_some(()))
+    async fn wait_installed(&self, package: &str, version: &str) -> anyhow::Result<()> {
+        let bundle = format!("{package}.v{version}");
+        self.wait(package, 240, &format!("{bundle} Installed"), || async {
+            Ok((self.installed(package).await?.as_deref() == Some(bundle.as_str())).then_some(()))
         })
         .await
     }
 
-    async fn patch(&self, pair: &Pair, patch: Value) -> anyhow::Result<()> {
+    async fn patch(&self, package: &str, patch: Value) -> anyhow::Result<()> {
         self.extensions()
-            .patch(&pair.package, &PatchParams::default(), &Patch::Merge(patch))
+            .patch(package, &PatchParams::default(), &Patch::Merge(patch))
             .await?;
         Ok(())
+    }
+
+    /// The `Progressing` condition's message.
+    async fn progressing(&self, package: &str) -> anyhow::Result<String> {
+        let extension = self.extension(package).await?;
+        Ok(condition(&extension, "Progressing")
+            .and_then(|c| c["message"].as_str())
+            .unwrap_or_default()
+            .to_string())
     }
 
     /// Waits until `Progressing` says `needle`; returns its message.
     async fn wait_progressing(
         &self,
-        pair: &Pair,
+        package: &str,
         what: &str,
         needle: &str,
     ) -> anyhow::Result<String> {
-        self.wait(pair, 120, what, || async {
-            let extension = self.extension(pair).await?;
-            let message = condition(&extension, "Progressing")
-                .and_then(|c| c["message"].as_str())
-                .unwrap_or_default();
-            Ok(message.contains(needle).then(|| message.to_string()))
+        self.wait(package, 120, what, || async {
+            let message = self.progressing(package).await?;
+            Ok(message.contains(needle).then_some(message))
         })
+        .await
+    }
+
+    /// The package's namespace, an installer ServiceAccount bound to `cluster-admin` in it,
+    /// and a ClusterExtension of the package from the test's catalog at `version`, with
+    /// `config` as its `spec.config` if given.
+    async fn create_extension(
+        &self,
+        package: &str,
+        version: &str,
+        config: Option<Value>,
+    ) -> anyhow::Result<()> {
+        self.node.namespace(&self.client, package).await?;
+        let mut spec = json!({"namespace": package, "serviceAccount": {"name": "installer"},
+            "source": {"sourceType": "Catalog", "catalog": {
+                "packageName": package, "version": version,
+                "selector": {"matchLabels": {
+                    "olm.operatorframework.io/metadata.name": CATALOG}}}}});
+        if let Some(config) = config {
+            spec["config"] = config;
+        }
+        // These tests are about what operator-controller refuses, not about RBAC: the
+        // installer is cluster-admin (olm_v1_install_on_a_real_node installs with the derived
+        // RBAC).
+        e2e::apply_objects(
+            &self.client,
+            &[
+                json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "installer", "namespace": package}}),
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": format!("{package}-installer")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "cluster-admin"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "installer",
+                        "namespace": package}]}),
+                json!({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension",
+                    "metadata": {"name": package}, "spec": spec}),
+            ],
+        )
         .await
     }
 
@@ -523,40 +583,17 @@ impl Cluster {
                     "{}: {error:#}\nconditions of {}:\n{}",
                     pair.fixture.dir,
                     pair.package,
-                    self.conditions(pair).await
+                    self.conditions(&pair.package).await
                 )
             }
         }
     }
 
     async fn run_pair(&self, pair: &Pair) -> anyhow::Result<Outcome> {
-        let name = &pair.package;
-        self.node.namespace(&self.client, name).await?;
-        // This test is about the CRD upgrade-safety preflight, not about RBAC: the installer
-        // is cluster-admin (olm_v1_install_on_a_real_node installs with the derived RBAC).
-        e2e::apply_objects(
-            &self.client,
-            &[
-                json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": "installer", "namespace": name}}),
-                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                    "metadata": {"name": format!("{name}-installer")},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "cluster-admin"},
-                    "subjects": [{"kind": "ServiceAccount", "name": "installer",
-                        "namespace": name}]}),
-                json!({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension",
-                    "metadata": {"name": name},
-                    "spec": {"namespace": name, "serviceAccount": {"name": "installer"},
-                        "source": {"sourceType": "Catalog", "catalog": {
-                            "packageName": name, "version": "1.0.0",
-                            "selector": {"matchLabels": {
-                                "olm.operatorframework.io/metadata.name": CATALOG}}}}}}),
-            ],
-        )
-        .await?;
-        self.wait_installed(pair, "1.0.0").await?;
-        let extension = self.extension(pair).await?;
+        let name = pair.package.as_str();
+        self.create_extension(name, "1.0.0", None).await?;
+        self.wait_installed(name, "1.0.0").await?;
+        let extension = self.extension(name).await?;
         // No policy written: the default, Strict (or the API server's default, if it writes one).
         let preflight = &extension["spec"]["install"]["preflight"];
         ensure!(
@@ -565,22 +602,13 @@ impl Cluster {
         );
         // The default policy (Strict), moving to 1.1.0.
         self.patch(
-            pair,
+            name,
             json!({"spec": {"source": {"catalog": {"version": "1.1.0"}}}}),
         )
         .await?;
         if !pair.fixture.v1_5_refuses() {
-            self.wait_installed(pair, "1.1.0").await?;
-            let message = self
-                .extension(pair)
-                .await
-                .map(|e| {
-                    condition(&e, "Progressing")
-                        .and_then(|c| c["message"].as_str())
-                        .unwrap_or_default()
-                        .to_string()
-                })
-                .unwrap_or_default();
+            self.wait_installed(name, "1.1.0").await?;
+            let message = self.progressing(name).await.unwrap_or_default();
             ensure!(
                 !message.contains(PREFLIGHT_PREFIX),
                 "installed, yet Progressing names the preflight: {message}"
@@ -594,7 +622,7 @@ impl Cluster {
         }
         let prefix = format!("{PREFLIGHT_PREFIX} \"{}\": ", pair.crd_name);
         let message = self
-            .wait_progressing(pair, "Strict refusing 1.1.0", &prefix)
+            .wait_progressing(name, "Strict refusing 1.1.0", &prefix)
             .await?;
         let theirs: BTreeSet<String> = message
             .split_once(&prefix)
@@ -625,7 +653,7 @@ impl Cluster {
                 pair.lines
             );
         }
-        let installed = self.installed(pair).await?;
+        let installed = self.installed(name).await?;
         ensure!(
             installed.as_deref() == Some(format!("{name}.v1.0.0").as_str()),
             "after the refusal the installed bundle is {installed:?}, not 1.0.0"
@@ -634,24 +662,24 @@ impl Cluster {
 
         // enforcement None: the preflight is skipped.
         self.patch(
-            pair,
+            name,
             json!({"spec": {"install": {"preflight": {"crdUpgradeSafety": {"enforcement": "None"}}}}}),
         )
         .await?;
         let none = match pair.fixture.api_server_refuses {
             None => {
-                self.wait_installed(pair, "1.1.0").await?;
+                self.wait_installed(name, "1.1.0").await?;
                 "installed 1.1.0".to_string()
             }
             Some(refusal) => {
                 let message = self
-                    .wait_progressing(pair, "the API server refusing the CRD update", refusal)
+                    .wait_progressing(name, "the API server refusing the CRD update", refusal)
                     .await?;
                 ensure!(
                     !message.contains(PREFLIGHT_PREFIX),
                     "enforcement None, and the preflight still runs: {message}"
                 );
-                let installed = self.installed(pair).await?;
+                let installed = self.installed(name).await?;
                 ensure!(
                     installed.as_deref() == Some(format!("{name}.v1.0.0").as_str()),
                     "the API server refused the CRD, yet the installed bundle is {installed:?}"
@@ -689,7 +717,7 @@ fn rule_of(line: &str) -> String {
 }
 
 #[tokio::test]
-async fn strict_preflight_refuses_what_check_upgrade_refuses() -> anyhow::Result<()> {
+async fn v1_5_holds_check_upgrade_and_the_olm_v1_rules() -> anyhow::Result<()> {
     let pairs: Vec<Pair> = FIXTURES
         .iter()
         .map(Pair::new)
@@ -698,19 +726,30 @@ async fn strict_preflight_refuses_what_check_upgrade_refuses() -> anyhow::Result
         Box::leak(Box::new(ControlPlane::shared().await?));
     let node = plane.real_node().await?;
     let client = plane.client().await?;
+    // The rule cases' bundles and our validator's findings on them, and the doc's account of
+    // them, before the cluster is up.
+    let work = tempfile::tempdir()?;
+    let started = Instant::now();
+    let rules = olm_v1_rules::make(work.path(), &node.images().busybox)?;
+    olm_v1_rules::check_doc(&rules)?;
+    println!(
+        "{} rule cases made and validated: {:.1} s",
+        rules.len(),
+        started.elapsed().as_secs_f64()
+    );
     let started = Instant::now();
     let olm = OlmV1OnNode::deploy_release(plane, node, OlmV1Release::InstallerV1_5).await?;
     println!(
         "cert-manager, catalogd and operator-controller v1.5.1 up as pods: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    olm_v1_rules::check_feature_gates(&client).await?;
     let cluster = Cluster {
         client: client.clone(),
         node,
         olm,
     };
-    let work = tempfile::tempdir()?;
-    let catalog_image = publish(&pairs, node, work.path())?;
+    let catalog_image = publish(&pairs, &rules, node, work.path())?;
     e2e::apply_objects(
         &client,
         &[
@@ -738,14 +777,21 @@ async fn strict_preflight_refuses_what_check_upgrade_refuses() -> anyhow::Result
     )
     .await?;
 
-    let pairs_started = Instant::now();
-    let results = futures::future::join_all(pairs.iter().map(|pair| cluster.run(pair))).await;
+    // The pairs and the rule cases, all at once.
+    let started = Instant::now();
+    let (pair_results, rule_results) = futures::future::join(
+        futures::future::join_all(pairs.iter().map(|pair| cluster.run(pair))),
+        futures::future::join_all(rules.iter().map(|rule| olm_v1_rules::run(&cluster, rule))),
+    )
+    .await;
     println!(
-        "ten pairs, concurrently: {:.1} s",
-        pairs_started.elapsed().as_secs_f64()
+        "{} pairs and {} rule cases, concurrently: {:.1} s",
+        pairs.len(),
+        rules.len(),
+        started.elapsed().as_secs_f64()
     );
     let mut failures = Vec::new();
-    for result in results {
+    for result in pair_results {
         match result {
             Ok(outcome) => println!(
                 "{} | check-upgrade: {:?} | Strict: {} | None: {}",
@@ -757,11 +803,23 @@ async fn strict_preflight_refuses_what_check_upgrade_refuses() -> anyhow::Result
             Err(error) => failures.push(format!("{error:#}")),
         }
     }
+    for result in rule_results {
+        match result {
+            Ok(outcome) => println!(
+                "{} ({}) | ours: {} | v1.5.1: {}",
+                outcome.rule,
+                outcome.package,
+                outcome.ours,
+                outcome.theirs.replace('\n', " / ")
+            ),
+            Err(error) => failures.push(format!("{error:#}")),
+        }
+    }
     ensure!(
         failures.is_empty(),
-        "{} of {} pairs failed:\n{}",
+        "{} of {} pairs and rule cases failed:\n{}",
         failures.len(),
-        pairs.len(),
+        pairs.len() + rules.len(),
         failures.join("\n\n")
     );
     Ok(())

@@ -418,7 +418,7 @@ fn crds(bundle: &LoadedBundle, out: &mut Out) {
         if text(crd, "/apiVersion") == "apiextensions.k8s.io/v1beta1" {
             out.error_in(
                 "crd-v1beta1",
-                format!("CRD {name} is apiextensions.k8s.io/v1beta1: operator-controller decodes bundle CRDs as apiextensions.k8s.io/v1 and applies them; v1beta1 is not served since Kubernetes 1.22 and its v1beta1-only fields (spec.version, spec.validation) are lost"),
+                format!("\"no matches for kind \"CustomResourceDefinition\" in version \"apiextensions.k8s.io/v1beta1\"\": CRD {name} is apiextensions.k8s.io/v1beta1; operator-controller reads bundle CRDs into the apiextensions.k8s.io/v1 type but keeps their apiVersion, and no API server serves v1beta1 CRDs since Kubernetes 1.22, so the install fails (the v1beta1-only fields, spec.version and spec.validation, would be dropped anyway)"),
                 shown,
             );
         }
