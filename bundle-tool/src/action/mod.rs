@@ -3,7 +3,9 @@
 //! One shape for all, like operator-registry's `alpha/action`: a verb is a struct of options
 //! (its clap arguments) implementing [`Action`], whose `run` does the work and returns an
 //! [`Outcome`] — what to print on standard output, the lines meant for people on standard
-//! error, and whether the command succeeded. Actions never print and never exit; the binary
+//! error, and whether the command succeeded. Actions never print and never exit (one
+//! exception: `run` on a terminal hands `olm_run` a sink that shows each step on standard
+//! error as it happens, since a wait of minutes cannot wait for the outcome); the binary
 //! prints the outcome and maps it to an exit code: 0 success, 1 findings or failure (an
 //! [`ActionError`] is a failure too), 2 usage (clap's own). Process-wide choices — allocator
 //! settings, logging, not freeing what the process is about to drop — belong to the binary.
