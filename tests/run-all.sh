@@ -113,28 +113,19 @@ done
 # The two programs images carry, for arm64, statically linked like the x86-64 ones (the
 # catalog server and the operator): the arm64 images of tests/tests/multi_arch.rs and of
 # olm_on_a_real_node's releases carry them and run them under qemu-aarch64-static.
-# Only the two binaries (no tests), linked by Debian's aarch64-linux-gnu-gcc (.cargo/config.toml),
-# with the same environment as the build above, **in the background beside the first test
-# jobs**: only the two jobs that need them wait for it ("arm64" in $built). It has a target
-# folder of its own: a cargo command holds the host build folder (target/debug) while it
-# builds, so in the shared one every test job's `cargo test` would wait for the whole
-# cross-build. The price is the host's build scripts and proc macros built once more. Its
-# costs are in docs/testing.md.
-arm64_target=$PWD/target/arm64
-arm64_log=target/arm64-build.log
-say "cross-build for arm64 (catalog-server, redis-operator) in the background (log: $arm64_log)"
-# In a session of its own (setsid), like the Go build, so the EXIT trap stops all of it.
-ARM64_TARGET=$arm64_target BUILT=$built setsid bash -c '
-  set -e
-  CARGO_TARGET_DIR=$ARM64_TARGET cargo build --locked --target aarch64-unknown-linux-gnu --bin catalog-server --bin redis-operator
-  for program in catalog-server redis-operator; do
-    [ -x "$ARM64_TARGET/aarch64-unknown-linux-gnu/debug/$program" ] || { echo "the cross-build made no $ARM64_TARGET/aarch64-unknown-linux-gnu/debug/$program" >&2; exit 1; }
-  done
-  touch "$BUILT/arm64"
-' > "$arm64_log" 2>&1 &
-arm64_pid=$!
-background+=("$arm64_pid")
-export E2E_AARCH64_BIN_DIR="$arm64_target/aarch64-unknown-linux-gnu/debug"
+# Only the two binaries (no tests), linked by Debian's aarch64-linux-gnu-gcc (.cargo/config.toml);
+# the same environment as the build above, so the host's build scripts and proc macros are
+# reused. Before the tests, not beside them: in a target folder of its own (a cargo command
+# holds the host build folder while it builds, so in the shared one the test jobs would wait
+# for it) it built the host's part again and, beside four test jobs, took over ten minutes,
+# holding back the longest job that needs it (measured 2026-12-08, docs/testing.md).
+say "cross-build for arm64 (catalog-server, redis-operator)"
+cargo build "${build_args[@]/x86_64-unknown-linux-gnu/aarch64-unknown-linux-gnu}" --bin catalog-server --bin redis-operator
+for program in catalog-server redis-operator; do
+  [ -x "target/aarch64-unknown-linux-gnu/debug/$program" ] || fail "the cross-build made no target/aarch64-unknown-linux-gnu/debug/$program"
+done
+export E2E_AARCH64_BIN_DIR="$PWD/target/aarch64-unknown-linux-gnu/debug"
+touch "$built/arm64"
 
 # The fuzz targets' short run (fuzz/run.sh), only when FUZZ_SECONDS names its length: every
 # target for that many seconds, after an instrumented build of bundle-tool and its
@@ -162,18 +153,12 @@ fi
 
 # On a new machine the Go programs are still building: each test job starts once those it
 # needs are built (none for most of them; the clusters' for the longest, which waits on its
-# cluster most of its ten minutes), the others as their programs come, and the two that
-# carry arm64 programs once the cross-build is done (tests/run-test-binaries.sh, TEST_BUILT).
+# cluster most of its ten minutes), the others as their programs come
+# (tests/run-test-binaries.sh, TEST_BUILT).
 say "tests (unit, integration, end-to-end on the real control plane), several test binaries at once"
 TEST_BUILT=$built setsid tests/run-test-binaries.sh "${build_args[@]}" &
 tests_pid=$!
 background+=("$tests_pid")
-# A failed cross-build stops the run here: the jobs waiting for it would never start.
-if ! wait "$arm64_pid"; then
-  tail -n 60 "$arm64_log"
-  fail "the arm64 cross-build failed (the whole log: $arm64_log)"
-fi
-say "arm64 cross-build done"
 if ! wait "$go_pid"; then
   tail -n 60 "$go_log"
   fail "building the Go programs failed (the whole log: $go_log)"
